@@ -1,0 +1,150 @@
+// Reverse mode: pullback, gradient, withgradient.
+//
+//   auto f = [](const fx::Tensor& x) { return fx::sum(fx::tanh(x)); };
+//   fx::Tensor g = fx::gradient(f, x);                       // same shape as x
+//   auto [y, back] = fx::pullback(f, x);  fx::Tensor gx = back(fx::ones_like(y));
+//   auto [loss, grad] = fx::withgradient(
+//       [&](const auto& m) { return fx::logitcrossentropy(m(xb), yb); }, model);  // grad: a model
+//   auto [ga, gb] = fx::gradient(g2, a, b);                  // several arguments: a tuple
+//
+// Arguments may be tensors, numbers (the gradient is a number) or any structure of them:
+// structs declaring FX_FIELDS, std::vector, std::array, std::tuple, std::pair, std::optional and
+// map values. The gradient has the argument's type and shape; a leaf nothing flowed into holds
+// an allocation-free zero (fx::expanded_zeros_like). `f` may use loops, branches, recursion and
+// closures freely: only operations on values derived from the arguments are recorded. Calling
+// gradient inside a differentiated function differentiates again (higher order).
+#pragma once
+#include <memory>
+#include <tuple>
+#include <type_traits>
+#include <utility>
+
+#include "fluxion/ad/tape.hpp"
+#include "fluxion/core/fields.hpp"
+#include "fluxion/ops/create.hpp"
+
+namespace fx {
+namespace ad::detail {
+
+template <class T>
+using lifted_t = std::conditional_t<std::is_arithmetic_v<T>, Tensor, T>;
+
+template <class T>
+lifted_t<T> lift(const T& x) {
+  if constexpr (std::is_arithmetic_v<T>) return scalar(double(x), std::is_same_v<T, float> ? f32 : f64);
+  else return x;
+}
+
+// The result a user gets: the single gradient, or a tuple of them for several arguments.
+template <class... Args>
+using grads_t = std::conditional_t<sizeof...(Args) == 1,
+                                   std::tuple_element_t<0, std::tuple<Args..., void>>,
+                                   std::tuple<Args...>>;
+
+template <class R>
+const Tensor& primary(const R& r) {
+  if constexpr (std::is_same_v<R, Tensor>) return r;
+  else return std::get<0>(r);
+}
+
+// Runs f on tracked copies of the arguments on a fresh tape.
+template <class F, class... Args>
+auto record_call(F&& f, const Args&... args) {
+  Recording rec = Recording::begin();
+  std::tuple<lifted_t<Args>...> xs{lift(args)...};
+  std::apply([&](auto&... x) { (zip_tensors([&](Tensor& t) { t = rec.track(t); }, x), ...); }, xs);
+  auto result = std::apply(std::forward<F>(f), xs);
+  rec.end();
+  return std::pair{std::move(result), std::make_shared<Recording>(std::move(rec))};
+}
+
+}  // namespace ad::detail
+
+// The pullback returned by fx::pullback: maps a cotangent of the output to cotangents shaped like
+// the arguments. It owns the tape; the tape is freed when the last copy is dropped.
+template <class... Args>
+class Back {
+ public:
+  Back(std::shared_ptr<ad::Recording> rec, Tensor y, std::tuple<Args...> args)
+      : rec_(std::move(rec)), y_(std::move(y)), args_(std::move(args)) {}
+
+  ad::detail::grads_t<Args...> operator()(const Tensor& dy) const {
+    FX_CHECK(dy.defined(), "fx::pullback: undefined cotangent");
+    std::vector<Tensor> leaves = rec_->backward(y_, dy);
+    std::tuple<Args...> grads = args_;
+    size_t k = 0;
+    std::apply([&](auto&... g) { (fill(g, leaves, k), ...); }, grads);
+    if constexpr (sizeof...(Args) == 1) return std::get<0>(std::move(grads));
+    else return grads;
+  }
+  const ad::Recording& recording() const { return *rec_; }
+
+ private:
+  template <class T>
+  static void fill(T& g, std::vector<Tensor>& leaves, size_t& k) {
+    if constexpr (std::is_arithmetic_v<T>) {
+      Tensor& l = leaves[k++];
+      g = l.defined() ? static_cast<T>(l.item()) : T(0);
+    } else {
+      zip_tensors([&](Tensor& t) {
+        Tensor& l = leaves[k++];
+        if (l.defined()) t = std::move(l);
+        else if (t.defined()) t = expanded_zeros_like(t);
+      }, g);
+    }
+  }
+  std::shared_ptr<ad::Recording> rec_;
+  Tensor y_;
+  std::tuple<Args...> args_;
+};
+
+// Evaluates f(args...) recording a tape; returns (y, back) with back(dy) the vector-Jacobian
+// product. f must return a Tensor.
+template <class F, class... Args>
+auto pullback(F&& f, const Args&... args) {
+  auto [y, rec] = ad::detail::record_call(std::forward<F>(f), args...);
+  static_assert(std::is_same_v<std::decay_t<decltype(y)>, Tensor>,
+                "fx::pullback: the function must return fx::Tensor");
+  Tensor out = y;
+  return std::pair<Tensor, Back<Args...>>{std::move(y),
+                                          Back<Args...>(rec, out, std::tuple<Args...>(args...))};
+}
+
+template <class V, class G>
+struct WithGradient {
+  V val;
+  G grad;
+};
+
+namespace ad::detail {
+inline void check_scalar_output(const Tensor& y, const char* op) {
+  FX_CHECK(y.defined() && y.numel() == 1 && is_floating(y.dtype()), "fx::", op,
+           ": the function must return a one-element floating tensor, got ",
+           y.defined() ? std::string(dtype_name(y.dtype())) + " " + y.shape().to_string()
+                       : std::string("undefined"));
+}
+}  // namespace ad::detail
+
+// The value of f and its gradient. f may return a Tensor, or a tuple/pair whose first element is
+// the one-element loss and the rest auxiliary outputs (returned unchanged in .val).
+template <class F, class... Args>
+auto withgradient(F&& f, const Args&... args) {
+  auto [result, rec] = ad::detail::record_call(std::forward<F>(f), args...);
+  const Tensor& y = ad::detail::primary(result);
+  ad::detail::check_scalar_output(y, "withgradient");
+  Back<Args...> back(rec, y, std::tuple<Args...>(args...));
+  auto grad = back(ones_like(y));
+  return WithGradient<std::decay_t<decltype(result)>, decltype(grad)>{std::move(result),
+                                                                      std::move(grad)};
+}
+
+// The gradient of a function returning a one-element tensor, shaped like the arguments.
+template <class F, class... Args>
+auto gradient(F&& f, const Args&... args) {
+  auto [result, rec] = ad::detail::record_call(std::forward<F>(f), args...);
+  const Tensor& y = ad::detail::primary(result);
+  ad::detail::check_scalar_output(y, "gradient");
+  return Back<Args...>(rec, y, std::tuple<Args...>(args...))(ones_like(y));
+}
+
+}  // namespace fx

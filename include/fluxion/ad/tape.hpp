@@ -1,0 +1,60 @@
+// The tape behind reverse mode. Users call fx::pullback / fx::gradient (reverse.hpp); this
+// header is what those templates build on.
+//
+//   auto rec = fx::ad::Recording::begin();      // a new tape on this thread's stack
+//   fx::Tensor x = rec.track(x0);               // a tracked alias of x0 (shares storage)
+//   fx::Tensor y = fx::sum(fx::tanh(x));        // each primitive adds one node
+//   rec.end();
+//   auto grads = rec.backward(y, fx::ones_like(y));   // grads[0] is dy/dx (undefined = zero)
+//
+// Nodes live in vectors owned by the tape, in program order, so the backward pass is a reverse
+// scan with no graph sort. Each nesting level has its own tape; a value carries one tag per tape
+// that tracks it, so nested differentiation never confuses perturbations. The backward pass runs
+// pullbacks written in public ops: when an outer tape is still recording, they are recorded on
+// it, which is what makes gradient-of-gradient work.
+#pragma once
+#include <cstdint>
+#include <memory>
+#include <vector>
+
+#include "fluxion/ops/primitive.hpp"
+
+namespace fx::ad {
+
+class Tape;
+
+// Counts of what taping did on this thread (an op counter for overhead studies).
+struct TapeStats {
+  uint64_t nodes_recorded = 0;
+  uint64_t pullbacks_run = 0;
+};
+TapeStats tape_stats();
+void reset_tape_stats();
+
+class Recording {
+ public:
+  static Recording begin();
+  Recording(Recording&&) noexcept;
+  Recording& operator=(Recording&&) = delete;
+  ~Recording();  // ends recording if end() was not called (e.g. on an exception)
+
+  // A tracked alias of x: shares storage, keeps x's outer tags, adds this tape's.
+  // Undefined and non-floating tensors are returned as they are (still counted as leaves, so
+  // backward() results stay aligned with the order of track calls).
+  Tensor track(const Tensor& x);
+  void end();
+  // Cotangents of the tracked leaves, in the order they were tracked, given y's cotangent dy.
+  // An undefined entry means "no dependence" (a zero).
+  std::vector<Tensor> backward(const Tensor& y, const Tensor& dy) const;
+  uint32_t num_leaves() const { return nleaves_; }
+  size_t num_nodes() const;
+  std::shared_ptr<Tape> tape() const { return tape_; }
+
+ private:
+  explicit Recording(std::shared_ptr<Tape> t) : tape_(std::move(t)) {}
+  std::shared_ptr<Tape> tape_;
+  uint32_t nleaves_ = 0;
+  bool active_ = true;
+};
+
+}  // namespace fx::ad

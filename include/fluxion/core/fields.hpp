@@ -1,0 +1,134 @@
+// Structural traversal: a struct names its tensor fields once, and every walker (gradients,
+// optimisers, fmap, save/load, printing) finds them the same way.
+//
+//   struct Affine {
+//     fx::Tensor w, b;
+//     double scale = 1;                 // not listed: a hyperparameter, never walked
+//     FX_FIELDS(w, b)
+//   };
+//   fx::for_each_tensor(layer, [](fx::Tensor& t) { ... });
+//   fx::zip_tensors([](fx::Tensor& p, const fx::Tensor& g) { ... }, model, grad);
+//
+// Containers walk into their elements: std::vector, std::array, std::tuple, std::pair,
+// std::optional and the values of std::map / std::unordered_map. Walking several objects in
+// lockstep requires them to have the same structure; a mismatch throws fx::Error.
+#pragma once
+#include <array>
+#include <map>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <tuple>
+#include <type_traits>
+#include <unordered_map>
+#include <utility>
+#include <vector>
+
+#include "fluxion/core/tensor.hpp"
+
+#define FX_FIELDS(...)                                                            \
+  auto fx_fields() { return std::tie(__VA_ARGS__); }                              \
+  auto fx_fields() const { return std::tie(__VA_ARGS__); }                        \
+  static constexpr std::string_view fx_field_names() { return #__VA_ARGS__; }
+
+namespace fx {
+
+template <class T>
+concept HasFields = requires(T& t) { t.fx_fields(); };
+
+namespace detail {
+template <class T> struct is_vector : std::false_type {};
+template <class T, class A> struct is_vector<std::vector<T, A>> : std::true_type {};
+template <class T> struct is_std_array : std::false_type {};
+template <class T, size_t N> struct is_std_array<std::array<T, N>> : std::true_type {};
+template <class T> struct is_tuple_like : std::false_type {};
+template <class... T> struct is_tuple_like<std::tuple<T...>> : std::true_type {};
+template <class A, class B> struct is_tuple_like<std::pair<A, B>> : std::true_type {};
+template <class T> struct is_optional : std::false_type {};
+template <class T> struct is_optional<std::optional<T>> : std::true_type {};
+template <class T> struct is_map : std::false_type {};
+template <class K, class V, class C, class A> struct is_map<std::map<K, V, C, A>> : std::true_type {};
+template <class K, class V, class H, class E, class A>
+struct is_map<std::unordered_map<K, V, H, E, A>> : std::true_type {};
+
+// Splits "w, b" (the stringised FX_FIELDS list) into its I-th name.
+constexpr std::string_view field_name(std::string_view names, size_t i) {
+  size_t start = 0;
+  for (size_t k = 0; k < i; ++k) start = names.find(',', start) + 1;
+  while (start < names.size() && names[start] == ' ') ++start;
+  size_t end = names.find(',', start);
+  return names.substr(start, end == std::string_view::npos ? names.size() - start : end - start);
+}
+}  // namespace detail
+
+// Calls fn(x_leaf, y_leaf...) for each tensor leaf of x, with the leaves at the same place in ys.
+template <class Fn, class T, class... Ts>
+void zip_tensors(Fn&& fn, T& x, Ts&... ys) {
+  using U = std::remove_cvref_t<T>;
+  if constexpr (std::is_same_v<U, Tensor>) {
+    fn(x, ys...);
+  } else if constexpr (HasFields<U>) {
+    auto tx = x.fx_fields();
+    auto tys = std::make_tuple(ys.fx_fields()...);
+    [&]<size_t... I>(std::index_sequence<I...>) {
+      (std::apply([&](auto&... ty) { zip_tensors(fn, std::get<I>(tx), std::get<I>(ty)...); },
+                  tys),
+       ...);
+    }(std::make_index_sequence<std::tuple_size_v<decltype(tx)>>{});
+  } else if constexpr (detail::is_vector<U>::value || detail::is_std_array<U>::value) {
+    ((ys.size() == x.size() ? void() : detail::fail("fx::zip_tensors: containers of sizes ",
+                                                    x.size(), " and ", ys.size(), " differ")),
+     ...);
+    for (size_t i = 0; i < x.size(); ++i) zip_tensors(fn, x[i], ys[i]...);
+  } else if constexpr (detail::is_tuple_like<U>::value) {
+    [&]<size_t... I>(std::index_sequence<I...>) {
+      (zip_tensors(fn, std::get<I>(x), std::get<I>(ys)...), ...);
+    }(std::make_index_sequence<std::tuple_size_v<U>>{});
+  } else if constexpr (detail::is_optional<U>::value) {
+    if (!x.has_value()) return;
+    ((ys.has_value() ? void() : detail::fail("fx::zip_tensors: optional values differ")), ...);
+    zip_tensors(fn, *x, *ys...);
+  } else if constexpr (detail::is_map<U>::value) {
+    for (auto& [k, v] : x) zip_tensors(fn, v, ys.at(k)...);
+  }
+}
+
+template <class T, class Fn>
+void for_each_tensor(T& x, Fn&& fn) {
+  zip_tensors(fn, x);
+}
+
+// Calls fn(path, leaf) with a dotted path such as "layers.0.weight" for each tensor leaf.
+template <class T, class Fn>
+void for_each_named_tensor(T& x, Fn&& fn, const std::string& prefix = "") {
+  using U = std::remove_cvref_t<T>;
+  auto join = [&](std::string_view part) {
+    return prefix.empty() ? std::string(part) : prefix + "." + std::string(part);
+  };
+  if constexpr (std::is_same_v<U, Tensor>) {
+    fn(prefix, x);
+  } else if constexpr (HasFields<U>) {
+    auto tx = x.fx_fields();
+    [&]<size_t... I>(std::index_sequence<I...>) {
+      (for_each_named_tensor(std::get<I>(tx), fn, join(detail::field_name(U::fx_field_names(), I))),
+       ...);
+    }(std::make_index_sequence<std::tuple_size_v<decltype(tx)>>{});
+  } else if constexpr (detail::is_vector<U>::value || detail::is_std_array<U>::value) {
+    for (size_t i = 0; i < x.size(); ++i) for_each_named_tensor(x[i], fn, join(std::to_string(i)));
+  } else if constexpr (detail::is_tuple_like<U>::value) {
+    [&]<size_t... I>(std::index_sequence<I...>) {
+      (for_each_named_tensor(std::get<I>(x), fn, join(std::to_string(I))), ...);
+    }(std::make_index_sequence<std::tuple_size_v<U>>{});
+  } else if constexpr (detail::is_optional<U>::value) {
+    if (x.has_value()) for_each_named_tensor(*x, fn, prefix);
+  } else if constexpr (detail::is_map<U>::value) {
+    for (auto& [k, v] : x) {
+      std::string key;
+      if constexpr (std::is_convertible_v<decltype(k), std::string>) key = k;
+      else key = std::to_string(k);
+      for_each_named_tensor(v, fn, join(key));
+    }
+  }
+}
+
+}  // namespace fx

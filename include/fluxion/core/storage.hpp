@@ -1,0 +1,50 @@
+// Storage: a reference-counted buffer on one device, shared by every view of a tensor.
+//
+//   fx::Storage* s = fx::Storage::create(1024, fx::Device::cpu);   // refs == 1
+//   s->retain(); s->release(); s->release();                         // freed (back to the cache)
+//
+// Buffers up to kInlineBytes live inside the Storage object itself, so scalar-sized tensors cost
+// one pooled object and no allocator call. Larger buffers come from a per-thread caching allocator
+// (size classes, reused across steps) so a steady-state training loop does not call malloc.
+// `version` counts in-place writes; AD uses it to detect overwritten values.
+#pragma once
+#include <atomic>
+#include <cstddef>
+#include <cstdint>
+
+namespace fx {
+
+enum class Device : uint8_t { cpu, cuda };
+
+inline const char* device_name(Device d) { return d == Device::cpu ? "cpu" : "cuda"; }
+
+struct Storage {
+  static constexpr size_t kInlineBytes = 64;
+
+  std::atomic<int32_t> refs{1};
+  Device device = Device::cpu;
+  uint64_t version = 0;
+  size_t nbytes = 0;
+  void* data = nullptr;
+  alignas(64) unsigned char inline_buf[kInlineBytes];
+
+  static Storage* create(size_t nbytes, Device device = Device::cpu);
+  void retain() { refs.fetch_add(1, std::memory_order_relaxed); }
+  void release() {
+    if (refs.fetch_sub(1, std::memory_order_acq_rel) == 1) destroy(this);
+  }
+
+ private:
+  static void destroy(Storage* s);
+};
+
+// Statistics of the caching allocator of the calling thread (for tests and benchmarks).
+struct AllocatorStats {
+  uint64_t system_allocs = 0;  // calls that reached the system allocator
+  uint64_t cache_hits = 0;     // requests served from the cache
+  size_t cached_bytes = 0;     // bytes held for reuse
+};
+AllocatorStats allocator_stats();
+void empty_cache();  // returns every cached buffer of this thread to the system
+
+}  // namespace fx

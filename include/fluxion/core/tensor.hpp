@@ -1,0 +1,125 @@
+// fx::Tensor: a cheap, reference-counted handle to a strided view of a Storage.
+//
+//   fx::Tensor x = fx::randn({2, 3});
+//   fx::Tensor y = x;               // shares storage: no copy
+//   fx::Tensor t = x.t();           // a view with swapped strides
+//   float* p = x.data<float>();     // first element of the view
+//   std::cout << x;                 // Tensor(f32, (2, 3)) [[...], [...]]
+//
+// Copying a Tensor copies a pointer and bumps a count. Shapes and strides live inline (at most 8
+// dims). `tags` record which active AD tapes track this value (see fluxion/ad/tape.hpp): a tensor
+// no differentiation is watching carries none and costs nothing extra.
+#pragma once
+#include <array>
+#include <atomic>
+#include <cstdint>
+#include <initializer_list>
+#include <iosfwd>
+#include <string>
+
+#include "fluxion/core/dtype.hpp"
+#include "fluxion/core/shape.hpp"
+#include "fluxion/core/storage.hpp"
+
+namespace fx {
+
+// Marks a value as tracked by tape generation `tape`, under cotangent slot `slot`.
+struct Tag {
+  uint32_t tape;
+  uint32_t slot;
+};
+inline constexpr int kMaxTags = 8;  // deepest nesting of differentiation
+
+struct TensorImpl {
+  std::atomic<int32_t> refs{1};
+  DType dtype = DType::f32;
+  uint8_t ntags = 0;
+  Storage* storage = nullptr;
+  int64_t offset = 0;  // in elements
+  Shape shape;
+  std::array<int64_t, kMaxDims> strides{};
+  Tag tags[kMaxTags];
+
+  static TensorImpl* create();  // pooled
+  void release() {
+    if (refs.fetch_sub(1, std::memory_order_acq_rel) == 1) destroy(this);
+  }
+  static void destroy(TensorImpl* p);
+};
+
+class Tensor {
+ public:
+  Tensor() = default;
+  explicit Tensor(TensorImpl* impl) : p_(impl) {}  // adopts one reference
+  Tensor(const Tensor& o) : p_(o.p_) {
+    if (p_) p_->refs.fetch_add(1, std::memory_order_relaxed);
+  }
+  Tensor(Tensor&& o) noexcept : p_(o.p_) { o.p_ = nullptr; }
+  Tensor& operator=(const Tensor& o) {
+    Tensor(o).swap(*this);
+    return *this;
+  }
+  Tensor& operator=(Tensor&& o) noexcept {
+    Tensor(std::move(o)).swap(*this);
+    return *this;
+  }
+  ~Tensor() {
+    if (p_) p_->release();
+  }
+  void swap(Tensor& o) noexcept { std::swap(p_, o.p_); }
+
+  // A fresh contiguous tensor with uninitialised contents.
+  static Tensor empty(const Shape& shape, DType dtype = f32, Device device = Device::cpu);
+
+  bool defined() const { return p_ != nullptr; }
+  explicit operator bool() const = delete;  // ambiguous: use defined() or fx::any(...)
+  TensorImpl* impl() const { return p_; }
+
+  DType dtype() const { return p_->dtype; }
+  Device device() const { return p_->storage->device; }
+  const Shape& shape() const { return p_->shape; }
+  int ndim() const { return p_->shape.size(); }
+  int64_t size(int64_t axis) const;  // negative axes count from the end
+  int64_t numel() const { return p_->shape.numel(); }
+  const int64_t* strides() const { return p_->strides.data(); }
+  int64_t stride(int i) const { return p_->strides[i]; }
+  int64_t offset() const { return p_->offset; }
+  Storage* storage() const { return p_->storage; }
+  bool is_contiguous() const;
+  bool same_storage(const Tensor& o) const { return p_->storage == o.p_->storage; }
+
+  template <class T>
+  T* data() const {
+    check_dtype(dtype_of<T>);
+    return static_cast<T*>(p_->storage->data) + p_->offset;
+  }
+  void* raw_data() const {
+    return static_cast<char*>(p_->storage->data) + p_->offset * int64_t(itemsize(p_->dtype));
+  }
+
+  // The single element of a one-element tensor, converted to double (or T).
+  double item() const;
+  template <class T>
+  T item() const { return static_cast<T>(item()); }
+
+  // Common view and conversion helpers (free functions in fluxion/ops do the same).
+  Tensor contiguous() const;
+  Tensor reshape(const Shape& s) const;
+  Tensor reshape(std::initializer_list<int64_t> dims) const;  // one dim may be -1
+  Tensor t() const;  // transpose of the last two dims
+  Tensor astype(DType t) const;
+  Tensor clone() const;  // a contiguous copy that owns its storage
+
+  std::string to_string() const;
+
+ private:
+  void check_dtype(DType want) const;
+  TensorImpl* p_ = nullptr;
+};
+
+std::ostream& operator<<(std::ostream& os, const Tensor& t);
+
+// Contiguous row-major strides of `s`.
+std::array<int64_t, kMaxDims> contiguous_strides(const Shape& s);
+
+}  // namespace fx

@@ -1,0 +1,12 @@
+// Every public op: creation, elementwise, reductions, views, matmul, indexing.
+//
+//   #include <fluxion/ops.hpp>
+//   auto y = fx::sum(fx::tanh(fx::matmul(x, w.t()) + b), {1});
+#pragma once
+#include "fluxion/ops/create.hpp"
+#include "fluxion/ops/elementwise.hpp"
+#include "fluxion/ops/index.hpp"
+#include "fluxion/ops/linalg.hpp"
+#include "fluxion/ops/primitive.hpp"
+#include "fluxion/ops/reduce.hpp"
+#include "fluxion/ops/view.hpp"

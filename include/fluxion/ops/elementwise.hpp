@@ -1,0 +1,96 @@
+// Elementwise math with broadcasting, comparisons, `where` and dtype conversion.
+//
+//   auto y = fx::tanh(x * 0.5 + 0.1);
+//   auto z = a + b;                    // (4, 1) + (3,) -> (4, 3): inputs are expanded views
+//   auto m = fx::where(x > 0, x, 0.0);
+//
+// Binary ops first expand both operands to the common shape (an `expand` view whose pullback
+// sums back), so the elementwise rules only ever see equal shapes. Mixed dtypes promote
+// (bool < i32 < i64 < f32 < f64); a C++ number takes the tensor's dtype.
+#pragma once
+#include "fluxion/core/tensor.hpp"
+
+namespace fx {
+
+// Unary.
+Tensor neg(const Tensor& x);
+Tensor exp(const Tensor& x);
+Tensor log(const Tensor& x);
+Tensor log1p(const Tensor& x);
+Tensor sin(const Tensor& x);
+Tensor cos(const Tensor& x);
+Tensor tanh(const Tensor& x);
+Tensor sigmoid(const Tensor& x);
+Tensor relu(const Tensor& x);
+Tensor sqrt(const Tensor& x);
+Tensor abs(const Tensor& x);
+Tensor sign(const Tensor& x);  // -1, 0 or 1; its derivative is zero
+// Composites.
+Tensor square(const Tensor& x);
+Tensor rsqrt(const Tensor& x);
+Tensor reciprocal(const Tensor& x);
+Tensor softplus(const Tensor& x);  // log(1 + exp(x)), stable for large |x|
+Tensor identity(const Tensor& x);
+
+// Binary, broadcasting.
+Tensor add(const Tensor& a, const Tensor& b);
+Tensor sub(const Tensor& a, const Tensor& b);
+Tensor mul(const Tensor& a, const Tensor& b);
+Tensor div(const Tensor& a, const Tensor& b);
+Tensor pow(const Tensor& a, const Tensor& b);
+Tensor maximum(const Tensor& a, const Tensor& b);
+Tensor minimum(const Tensor& a, const Tensor& b);
+
+// With a number (one op, no broadcast).
+Tensor add(const Tensor& a, double b);
+Tensor mul(const Tensor& a, double b);
+Tensor pow(const Tensor& a, double b);
+Tensor clamp(const Tensor& x, double lo, double hi);
+
+// Comparisons give bool tensors and are not differentiable.
+Tensor eq(const Tensor& a, const Tensor& b);
+Tensor ne(const Tensor& a, const Tensor& b);
+Tensor lt(const Tensor& a, const Tensor& b);
+Tensor le(const Tensor& a, const Tensor& b);
+Tensor gt(const Tensor& a, const Tensor& b);
+Tensor ge(const Tensor& a, const Tensor& b);
+
+// cond ? a : b elementwise; the three broadcast together.
+Tensor where(const Tensor& cond, const Tensor& a, const Tensor& b);
+Tensor where(const Tensor& cond, const Tensor& a, double b);
+Tensor where(const Tensor& cond, double a, const Tensor& b);
+
+Tensor astype(const Tensor& x, DType dtype);
+
+// Stops differentiation: the value passes through, its cotangent is zero.
+Tensor stop_gradient(const Tensor& x);
+
+inline Tensor operator-(const Tensor& x) { return neg(x); }
+inline Tensor operator+(const Tensor& a, const Tensor& b) { return add(a, b); }
+inline Tensor operator-(const Tensor& a, const Tensor& b) { return sub(a, b); }
+inline Tensor operator*(const Tensor& a, const Tensor& b) { return mul(a, b); }
+inline Tensor operator/(const Tensor& a, const Tensor& b) { return div(a, b); }
+inline Tensor operator+(const Tensor& a, double b) { return add(a, b); }
+inline Tensor operator+(double a, const Tensor& b) { return add(b, a); }
+inline Tensor operator-(const Tensor& a, double b) { return add(a, -b); }
+inline Tensor operator-(double a, const Tensor& b) { return add(neg(b), a); }
+inline Tensor operator*(const Tensor& a, double b) { return mul(a, b); }
+inline Tensor operator*(double a, const Tensor& b) { return mul(b, a); }
+inline Tensor operator/(const Tensor& a, double b) { return mul(a, 1.0 / b); }
+inline Tensor operator/(double a, const Tensor& b) { return mul(reciprocal(b), a); }
+inline Tensor operator==(const Tensor& a, const Tensor& b) { return eq(a, b); }
+inline Tensor operator!=(const Tensor& a, const Tensor& b) { return ne(a, b); }
+inline Tensor operator<(const Tensor& a, const Tensor& b) { return lt(a, b); }
+inline Tensor operator<=(const Tensor& a, const Tensor& b) { return le(a, b); }
+inline Tensor operator>(const Tensor& a, const Tensor& b) { return gt(a, b); }
+inline Tensor operator>=(const Tensor& a, const Tensor& b) { return ge(a, b); }
+Tensor operator==(const Tensor& a, double b);
+Tensor operator<(const Tensor& a, double b);
+Tensor operator>(const Tensor& a, double b);
+Tensor operator<=(const Tensor& a, double b);
+Tensor operator>=(const Tensor& a, double b);
+
+// True when a and b have equal shapes and every element differs by at most atol + rtol * |b|.
+bool allclose(const Tensor& a, const Tensor& b, double rtol = 1e-5, double atol = 1e-8);
+
+}  // namespace fx

@@ -1,0 +1,120 @@
+// The primitive table: every differentiable operation is one `Primitive` value holding its
+// forward (shape rule + kernel dispatch, or a view), what its pullback needs saved, and the
+// pullback itself, written with fluxion's public ops so that it is differentiable again.
+//
+//   // y = tanh(x); dx = dy * (1 - y^2). Reads only y, so the tape keeps y and drops x.
+//   fx::Primitive tanh_p = {
+//       .name = "tanh", .forward = fx::elementwise_forward, .saves = fx::saves_output,
+//       .pullback = [](const fx::PullbackArgs& a, const fx::Tensor& dy, fx::Tensor* dx) {
+//         dx[0] = dy * (1 - a.output() * a.output()); }};
+//   fx::Tensor tanh(const fx::Tensor& x) { return fx::bind(tanh_p, {x}); }
+//
+// `bind` runs the forward and, when a differentiation is recording and an input is tracked, adds
+// one node to the tape. Transformations never look at which primitive they run: they only call
+// the entry's fields. User-defined rules are made the same way (see fluxion/ad/custom.hpp).
+#pragma once
+#include <cstdint>
+#include <initializer_list>
+#include <span>
+
+#include "fluxion/core/tensor.hpp"
+
+namespace fx {
+
+// Parameters of one application of a primitive: the forward reads them, the tape copies them,
+// the pullback reads them back. Plain data so recording costs a copy, never an allocation.
+struct Params {
+  int64_t i[4] = {0, 0, 0, 0};   // axes masks, dims, flags: meaning is per primitive
+  double s = 0;                  // a scalar operand
+  Shape shape;                   // a shape the op or its pullback needs (target, or input shape)
+  std::span<const int64_t> list; // variable-length ints (concat sizes); copied into the tape
+  DType dtype = DType::f32;      // a dtype the op or its pullback needs
+};
+
+class PullbackArgs;
+using ForwardFn = Tensor (*)(const struct Primitive& p, std::span<const Tensor> in,
+                             const Params& params);
+// Writes the cotangent of input i into dx[i] for each i with args.wants(i); leaving dx[i]
+// undefined means a zero cotangent.
+using PullbackFn = void (*)(const PullbackArgs& args, const Tensor& dy, Tensor* dx);
+
+// Arguments of one kernel call: inputs and the already allocated output.
+struct KernelCall {
+  const struct Primitive& prim;
+  std::span<const Tensor> in;
+  const Tensor& out;
+  const Params& params;
+};
+// Returns false to decline (the next backend on the device's list is tried).
+using KernelFn = bool (*)(const KernelCall& call);
+
+inline constexpr int kMaxBackends = 3;
+inline constexpr int kNumDevices = 2;
+
+namespace saves {
+inline constexpr uint32_t nothing = 0;
+inline constexpr uint32_t output = 1u << 31;
+constexpr uint32_t input(int i) { return 1u << i; }
+inline constexpr uint32_t inputs = 0xffu;  // every input (up to 8)
+}  // namespace saves
+
+struct Primitive {
+  const char* name = "?";
+  ForwardFn forward = nullptr;
+  uint32_t saves = saves::nothing;
+  PullbackFn pullback = nullptr;  // null: not differentiable (outputs are never tracked)
+  // Kernels per device, in the order backends are tried; filled by backend registration.
+  KernelFn kernels[kNumDevices][kMaxBackends] = {};
+};
+
+// What a pullback may read: the saved tensors, the parameters, and which inputs need cotangents.
+class PullbackArgs {
+ public:
+  PullbackArgs(const Primitive& p, const Tensor* saved, const Tensor& out, const Params& params,
+               uint64_t wants_mask)
+      : prim_(p), saved_(saved), out_(out), params_(params), wants_(wants_mask) {}
+  const Tensor& input(int i) const;  // throws if the primitive does not save input i
+  const Tensor& output() const;      // throws if the primitive does not save its output
+  const Params& params() const { return params_; }
+  bool wants(int i) const { return i >= 64 || ((wants_ >> i) & 1u); }
+
+ private:
+  const Primitive& prim_;
+  const Tensor* saved_;
+  const Tensor& out_;
+  const Params& params_;
+  uint64_t wants_;
+};
+
+namespace detail {
+// Non-zero while any differentiation is recording on this thread (see ad/tape.hpp).
+extern thread_local int recording_depth;
+void record(const Primitive& p, std::span<const Tensor> in, Tensor& out, const Params& params);
+}  // namespace detail
+
+// A new handle on x's storage with the given layout and no AD tags (views are built from it).
+Tensor make_view(const Tensor& x, const Shape& shape, const int64_t* strides, int64_t offset);
+
+// Applies a primitive: forward, then record when a differentiation is watching.
+inline Tensor bind(const Primitive& p, std::span<const Tensor> in, const Params& params = {}) {
+  Tensor out = p.forward(p, in, params);
+  if (detail::recording_depth != 0 && p.pullback) detail::record(p, in, out, params);
+  return out;
+}
+inline Tensor bind(const Primitive& p, std::initializer_list<Tensor> in,
+                   const Params& params = {}) {
+  return bind(p, std::span<const Tensor>(in.begin(), in.size()), params);
+}
+
+// Runs the first backend kernel of the output's device that accepts the call.
+void dispatch(const KernelCall& call);
+
+// Common forwards: allocate the output with the given rule, then dispatch.
+// elementwise_forward: output shaped and typed like input 0; compare_forward: bool output.
+Tensor elementwise_forward(const Primitive& p, std::span<const Tensor> in, const Params& params);
+Tensor compare_forward(const Primitive& p, std::span<const Tensor> in, const Params& params);
+
+// Backend registration: a backend fills its kernels for one device (see src/backend/*).
+void register_kernel(Primitive& p, Device device, int backend_rank, KernelFn fn);
+
+}  // namespace fx

@@ -1,0 +1,32 @@
+// The table itself: every built-in primitive, by name. Public functions (elementwise.hpp,
+// reduce.hpp, ...) are what users call; this list is for backends registering kernels, for the
+// test suite's coverage check, and for anyone writing a transformation.
+//
+//   for (const fx::Primitive* p : fx::builtin_primitives()) std::cout << p->name << "\n";
+#pragma once
+#include <span>
+
+#include "fluxion/ops/primitive.hpp"
+
+namespace fx {
+
+#define FX_BUILTIN_PRIMITIVES(X)                                                            \
+  /* unary */ X(neg) X(exp) X(log) X(log1p) X(sin) X(cos) X(tanh) X(sigmoid) X(relu) X(sqrt) \
+  X(abs) X(sign)                                                                              \
+  /* with a number */ X(add_scalar) X(mul_scalar) X(pow_scalar)                               \
+  /* binary */ X(add) X(sub) X(mul) X(div) X(pow) X(maximum) X(minimum)                      \
+  /* comparisons */ X(eq) X(ne) X(lt) X(le) X(gt) X(ge)                                      \
+  /* selection and conversion */ X(where) X(astype) X(copy)                                  \
+  /* reductions */ X(sum) X(max) X(min) X(argmax) X(argmin)                                  \
+  /* views and their adjoints */ X(reshape) X(permute) X(slice) X(pad_slice) X(expand)       \
+  X(concat)                                                                                   \
+  /* linear algebra */ X(matmul)                                                             \
+  /* indexing */ X(index_select) X(index_add) X(gather) X(scatter_add)
+
+#define FX_DECLARE_PRIMITIVE(name) extern Primitive name##_p;
+FX_BUILTIN_PRIMITIVES(FX_DECLARE_PRIMITIVE)
+#undef FX_DECLARE_PRIMITIVE
+
+std::span<Primitive* const> builtin_primitives();
+
+}  // namespace fx

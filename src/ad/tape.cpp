@@ -1,0 +1,235 @@
+// Reverse-mode tape: recording primitive applications and running their pullbacks backwards.
+#include "fluxion/ad/tape.hpp"
+
+#include <atomic>
+
+#include "fluxion/ops/create.hpp"
+#include "fluxion/ops/elementwise.hpp"
+
+namespace fx {
+namespace detail {
+thread_local int recording_depth = 0;
+}
+
+namespace ad {
+namespace {
+
+constexpr uint32_t kNoSlot = UINT32_MAX;
+
+// A recorded primitive application. Saved tensors are tape.saved[saved_begin .. + nin + 1):
+// the inputs (undefined unless the primitive saves them), then the output.
+struct Node {
+  const Primitive* prim;
+  Params params;
+  uint32_t out_slot;
+  uint32_t in_begin;
+  uint32_t saved_begin;
+  uint32_t nin;
+  uint32_t list_begin;  // params.list lives in tape.ints[list_begin .. + list_len)
+  uint32_t list_len;
+};
+
+std::atomic<uint32_t> next_generation{1};
+thread_local Tape* active_tapes[kMaxTags];
+thread_local TapeStats stats;
+
+}  // namespace
+
+class Tape {
+ public:
+  uint32_t gen = 0;
+  uint32_t nslots = 0;
+  std::vector<Node> nodes;
+  std::vector<uint32_t> in_slots;
+  std::vector<Tensor> saved;
+  std::vector<int64_t> ints;
+
+  void reset() {
+    gen = next_generation.fetch_add(1, std::memory_order_relaxed);
+    nslots = 0;
+    nodes.clear();
+    in_slots.clear();
+    saved.clear();
+    ints.clear();
+  }
+};
+
+namespace {
+
+// One recycled tape per thread keeps vector capacity across training steps.
+thread_local std::unique_ptr<Tape> spare_tape;
+
+std::shared_ptr<Tape> new_tape() {
+  Tape* t = spare_tape ? spare_tape.release() : new Tape();
+  t->reset();
+  return std::shared_ptr<Tape>(t, [](Tape* p) {
+    p->saved.clear();  // drop saved tensors now, not when the tape is reused
+    if (!spare_tape) spare_tape.reset(p);
+    else delete p;
+  });
+}
+
+uint32_t find_slot(const Tensor& x, uint32_t gen) {
+  const TensorImpl* p = x.impl();
+  for (int k = 0; k < p->ntags; ++k)
+    if (p->tags[k].tape == gen) return p->tags[k].slot;
+  return kNoSlot;
+}
+
+void add_tag(Tensor& x, uint32_t gen, uint32_t slot) {
+  TensorImpl* p = x.impl();
+  FX_CHECK(p->ntags < kMaxTags, "fx::pullback: differentiation nested deeper than ", kMaxTags);
+  p->tags[p->ntags++] = Tag{gen, slot};
+}
+
+void record_on(Tape& t, const Primitive& p, std::span<const Tensor> in, Tensor& out,
+               const Params& params) {
+  uint32_t in_begin = uint32_t(t.in_slots.size());
+  bool any = false;
+  for (const Tensor& x : in) {
+    uint32_t s = x.defined() ? find_slot(x, t.gen) : kNoSlot;
+    any |= s != kNoSlot;
+    t.in_slots.push_back(s);
+  }
+  if (!any) {
+    t.in_slots.resize(in_begin);
+    return;
+  }
+  Node& n = t.nodes.emplace_back(Node{&p, params, t.nslots++, in_begin, uint32_t(t.saved.size()),
+                                      uint32_t(in.size()), uint32_t(t.ints.size()),
+                                      uint32_t(params.list.size())});
+  if (!params.list.empty()) {
+    t.ints.insert(t.ints.end(), params.list.begin(), params.list.end());
+    n.params.list = {};  // repointed at backward time: the vector may still grow
+  }
+  for (size_t i = 0; i < in.size(); ++i)
+    t.saved.push_back((p.saves >> i) & 1u ? in[i] : Tensor());
+  t.saved.push_back(p.saves & saves::output ? out : Tensor());
+  add_tag(out, t.gen, n.out_slot);
+  ++stats.nodes_recorded;
+}
+
+}  // namespace
+
+TapeStats tape_stats() { return stats; }
+void reset_tape_stats() { stats = {}; }
+
+}  // namespace ad
+
+namespace detail {
+void record(const Primitive& p, std::span<const Tensor> in, Tensor& out, const Params& params) {
+  if (!is_floating(out.dtype())) return;
+  for (int level = 0; level < recording_depth; ++level)
+    ad::record_on(*ad::active_tapes[level], p, in, out, params);
+}
+}  // namespace detail
+
+const Tensor& PullbackArgs::input(int i) const {
+  const Tensor& t = saved_[i];
+  FX_CHECK(t.defined(), "fx: pullback of '", prim_.name, "' reads input ", i,
+           " which its primitive does not save");
+  return t;
+}
+const Tensor& PullbackArgs::output() const {
+  FX_CHECK(out_.defined(), "fx: pullback of '", prim_.name,
+           "' reads its output which its primitive does not save");
+  return out_;
+}
+
+namespace ad {
+
+Recording Recording::begin() {
+  FX_CHECK(detail::recording_depth < kMaxTags, "fx::pullback: differentiation nested deeper than ",
+           kMaxTags);
+  Recording r(new_tape());
+  active_tapes[detail::recording_depth++] = r.tape_.get();
+  return r;
+}
+
+Recording::Recording(Recording&& o) noexcept
+    : tape_(std::move(o.tape_)), nleaves_(o.nleaves_), active_(o.active_) {
+  o.active_ = false;
+}
+
+Recording::~Recording() {
+  if (active_) end();
+}
+
+void Recording::end() {
+  if (!active_) return;
+  active_ = false;
+  // Recordings nest (RAII), so this tape is the innermost one.
+  FX_CHECK(detail::recording_depth > 0 && active_tapes[detail::recording_depth - 1] == tape_.get(),
+           "fx::pullback: recordings ended out of order");
+  --detail::recording_depth;
+}
+
+size_t Recording::num_nodes() const { return tape_->nodes.size(); }
+
+Tensor Recording::track(const Tensor& x) {
+  if (!x.defined() || !is_floating(x.dtype())) {
+    ++tape_->nslots;
+    ++nleaves_;
+    return x;
+  }
+  TensorImpl* p = TensorImpl::create();
+  const TensorImpl* src = x.impl();
+  p->dtype = src->dtype;
+  p->storage = src->storage;
+  p->storage->retain();
+  p->offset = src->offset;
+  p->shape = src->shape;
+  p->strides = src->strides;
+  p->ntags = src->ntags;
+  for (int k = 0; k < src->ntags; ++k) p->tags[k] = src->tags[k];
+  Tensor t(p);
+  add_tag(t, tape_->gen, tape_->nslots++);
+  ++nleaves_;
+  return t;
+}
+
+std::vector<Tensor> Recording::backward(const Tensor& y, const Tensor& dy) const {
+  FX_CHECK(!active_, "fx::pullback: backward called while still recording");
+  const Tape& t = *tape_;
+  std::vector<Tensor> grads(t.nslots);
+  uint32_t ys = y.defined() ? find_slot(y, t.gen) : kNoSlot;
+  if (ys != kNoSlot) {
+    FX_CHECK(dy.shape() == y.shape(), "fx::pullback: cotangent shape ", dy.shape(),
+             " differs from output shape ", y.shape());
+    grads[ys] = dy;
+  }
+  Tensor dx[64];
+  std::vector<Tensor> dx_big;
+  for (size_t k = t.nodes.size(); k-- > 0;) {
+    const Node& n = t.nodes[k];
+    Tensor g = grads[n.out_slot];
+    if (!g.defined()) continue;
+    if (n.out_slot >= nleaves_) grads[n.out_slot] = Tensor();  // consumed; free it early
+    const Params* params = &n.params;
+    Params with_list;
+    if (n.list_len) {
+      with_list = n.params;
+      with_list.list = {t.ints.data() + n.list_begin, n.list_len};
+      params = &with_list;
+    }
+    uint64_t wants = 0;
+    for (uint32_t i = 0; i < n.nin; ++i)
+      if (t.in_slots[n.in_begin + i] != kNoSlot) wants |= i < 64 ? uint64_t(1) << i : 0;
+    const Tensor* saved = &t.saved[n.saved_begin];
+    Tensor* out = n.nin <= 64 ? dx : (dx_big.assign(n.nin, Tensor()), dx_big.data());
+    PullbackArgs args(*n.prim, saved, saved[n.nin], *params, wants);
+    n.prim->pullback(args, g, out);
+    ++stats.pullbacks_run;
+    for (uint32_t i = 0; i < n.nin; ++i) {
+      if (!out[i].defined()) continue;
+      uint32_t s = t.in_slots[n.in_begin + i];
+      if (s != kNoSlot) grads[s] = grads[s].defined() ? add(grads[s], out[i]) : std::move(out[i]);
+      out[i] = Tensor();
+    }
+  }
+  grads.resize(nleaves_);
+  return grads;
+}
+
+}  // namespace ad
+}  // namespace fx

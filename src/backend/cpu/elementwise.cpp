@@ -1,0 +1,143 @@
+// Tuned CPU elementwise kernels: collapsed strided rows, unit-stride fast path, OpenMP.
+#include "backend/backends.hpp"
+#include "backend/cpu/loops.hpp"
+#include "backend/math.hpp"
+
+namespace fx::backend::cpu {
+namespace {
+
+template <class T, class F>
+void map1(const Tensor& out, const Tensor& x, F f) {
+  T* o = out.data<T>();
+  const T* xp = x.data<T>();
+  run_rows<2>(layout_of<2>(out, {&x}), [&](const int64_t* off, int64_t n, const int64_t* st) {
+    T* op = o + off[0];
+    const T* ip = xp + off[1];
+    if (st[0] == 1 && st[1] == 1) {
+      for (int64_t j = 0; j < n; ++j) op[j] = f(ip[j]);
+    } else {
+      for (int64_t j = 0; j < n; ++j) op[j * st[0]] = f(ip[j * st[1]]);
+    }
+  });
+}
+
+template <class R, class T, class F>
+void map2(const Tensor& out, const Tensor& a, const Tensor& b, F f) {
+  R* o = out.data<R>();
+  const T* ap = a.data<T>();
+  const T* bp = b.data<T>();
+  run_rows<3>(layout_of<3>(out, {&a, &b}), [&](const int64_t* off, int64_t n, const int64_t* st) {
+    R* op = o + off[0];
+    const T* x = ap + off[1];
+    const T* y = bp + off[2];
+    if (st[0] == 1 && st[1] == 1 && st[2] == 1) {
+      for (int64_t j = 0; j < n; ++j) op[j] = f(x[j], y[j]);
+    } else if (st[0] == 1 && st[1] == 1 && st[2] == 0) {
+      const T c = *y;
+      for (int64_t j = 0; j < n; ++j) op[j] = f(x[j], c);
+    } else if (st[0] == 1 && st[1] == 0 && st[2] == 1) {
+      const T c = *x;
+      for (int64_t j = 0; j < n; ++j) op[j] = f(c, y[j]);
+    } else {
+      for (int64_t j = 0; j < n; ++j) op[j * st[0]] = f(x[j * st[1]], y[j * st[2]]);
+    }
+  });
+}
+
+// Runs fn.template operator()<T>() for the numeric dtypes the functor F accepts; declines bool.
+template <class F, class Fn>
+bool numeric(DType t, Fn&& fn) {
+  if (t == f32) return fn.template operator()<float>(), true;
+  if (t == f64) return fn.template operator()<double>(), true;
+  if constexpr (!F::floating_only) {
+    if (t == i64) return fn.template operator()<int64_t>(), true;
+    if (t == i32) return fn.template operator()<int32_t>(), true;
+  }
+  return false;
+}
+
+template <class F>
+bool unary(const KernelCall& c) {
+  return numeric<F>(c.in[0].dtype(), [&]<class T>() {
+    F f{};
+    if constexpr (requires { f.s; }) f.s = c.params.s;
+    map1<T>(c.out, c.in[0], f);
+  });
+}
+
+template <class F>
+bool binary(const KernelCall& c) {
+  return numeric<F>(c.in[0].dtype(), [&]<class T>() { map2<T, T>(c.out, c.in[0], c.in[1], F{}); });
+}
+
+template <class F>
+bool compare(const KernelCall& c) {
+  return numeric<math::Add>(c.in[0].dtype(),
+                            [&]<class T>() { map2<bool, T>(c.out, c.in[0], c.in[1], F{}); });
+}
+
+bool where(const KernelCall& c) {
+  const Tensor &m = c.in[0], &a = c.in[1], &b = c.in[2];
+  return numeric<math::Add>(a.dtype(), [&]<class T>() {
+    T* o = c.out.data<T>();
+    const bool* mp = m.data<bool>();
+    const T* ap = a.data<T>();
+    const T* bp = b.data<T>();
+    run_rows<4>(layout_of<4>(c.out, {&m, &a, &b}),
+                [&](const int64_t* off, int64_t n, const int64_t* st) {
+                  for (int64_t j = 0; j < n; ++j)
+                    o[off[0] + j * st[0]] = mp[off[1] + j * st[1]] ? ap[off[2] + j * st[2]]
+                                                                   : bp[off[3] + j * st[3]];
+                });
+  });
+}
+
+bool convert(const KernelCall& c) {
+  const Tensor& x = c.in[0];
+  visit_dtype(x.dtype(), [&]<class S>() {
+    visit_dtype(c.out.dtype(), [&]<class D>() {
+      map1<D>(c.out, x, [](S v) { return static_cast<D>(v); });
+    });
+  });
+  return true;
+}
+
+}  // namespace
+
+void register_elementwise() {
+  constexpr Device dev = Device::cpu;
+  constexpr int r = kCpuRank;
+  register_kernel(neg_p, dev, r, unary<math::Neg>);
+  register_kernel(exp_p, dev, r, unary<math::Exp>);
+  register_kernel(log_p, dev, r, unary<math::Log>);
+  register_kernel(log1p_p, dev, r, unary<math::Log1p>);
+  register_kernel(sin_p, dev, r, unary<math::Sin>);
+  register_kernel(cos_p, dev, r, unary<math::Cos>);
+  register_kernel(tanh_p, dev, r, unary<math::Tanh>);
+  register_kernel(sigmoid_p, dev, r, unary<math::Sigmoid>);
+  register_kernel(relu_p, dev, r, unary<math::Relu>);
+  register_kernel(sqrt_p, dev, r, unary<math::Sqrt>);
+  register_kernel(abs_p, dev, r, unary<math::Abs>);
+  register_kernel(sign_p, dev, r, unary<math::Sign>);
+  register_kernel(add_scalar_p, dev, r, unary<math::AddScalar>);
+  register_kernel(mul_scalar_p, dev, r, unary<math::MulScalar>);
+  register_kernel(pow_scalar_p, dev, r, unary<math::PowScalar>);
+  register_kernel(add_p, dev, r, binary<math::Add>);
+  register_kernel(sub_p, dev, r, binary<math::Sub>);
+  register_kernel(mul_p, dev, r, binary<math::Mul>);
+  register_kernel(div_p, dev, r, binary<math::Div>);
+  register_kernel(pow_p, dev, r, binary<math::Pow>);
+  register_kernel(maximum_p, dev, r, binary<math::Maximum>);
+  register_kernel(minimum_p, dev, r, binary<math::Minimum>);
+  register_kernel(eq_p, dev, r, compare<math::Eq>);
+  register_kernel(ne_p, dev, r, compare<math::Ne>);
+  register_kernel(lt_p, dev, r, compare<math::Lt>);
+  register_kernel(le_p, dev, r, compare<math::Le>);
+  register_kernel(gt_p, dev, r, compare<math::Gt>);
+  register_kernel(ge_p, dev, r, compare<math::Ge>);
+  register_kernel(where_p, dev, r, where);
+  register_kernel(astype_p, dev, r, convert);
+  register_kernel(copy_p, dev, r, convert);
+}
+
+}  // namespace fx::backend::cpu

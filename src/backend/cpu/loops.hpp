@@ -1,0 +1,118 @@
+// Strided iteration for the tuned CPU kernels: operand layouts are collapsed to the fewest
+// dimensions, then a row function runs over the innermost dimension with per-operand strides
+// (unit strides take a vectorisable path). Large tensors split rows across OpenMP threads.
+#pragma once
+#include <omp.h>
+
+#include <array>
+
+#include "fluxion/core/tensor.hpp"
+
+namespace fx::backend::cpu {
+
+inline constexpr int64_t kParallelMin = 1 << 15;  // elements below which threads cost more
+
+template <int K>
+struct Layout {
+  int nd = 0;
+  int64_t shape[kMaxDims];
+  int64_t st[K][kMaxDims];
+};
+
+// Operand k has strides strides[k] over `shape`.
+template <int K>
+Layout<K> collapse(const Shape& shape, const std::array<const int64_t*, K>& strides) {
+  Layout<K> L;
+  for (int d = 0; d < shape.size(); ++d) {
+    if (shape[d] == 1) continue;
+    if (L.nd > 0) {
+      bool merge = true;
+      for (int k = 0; k < K; ++k) merge &= L.st[k][L.nd - 1] == strides[k][d] * shape[d];
+      if (merge) {
+        L.shape[L.nd - 1] *= shape[d];
+        for (int k = 0; k < K; ++k) L.st[k][L.nd - 1] = strides[k][d];
+        continue;
+      }
+    }
+    L.shape[L.nd] = shape[d];
+    for (int k = 0; k < K; ++k) L.st[k][L.nd] = strides[k][d];
+    ++L.nd;
+  }
+  if (L.nd == 0) {
+    L.nd = 1;
+    L.shape[0] = 1;
+    for (int k = 0; k < K; ++k) L.st[k][0] = 1;
+  }
+  return L;
+}
+
+// Calls row(offsets[K], n, inner_strides[K]) for every innermost row of the layout.
+template <int K, class Row>
+void run_rows(const Layout<K>& L, Row&& row) {
+  const int nd = L.nd;
+  const int64_t inner = L.shape[nd - 1];
+  int64_t inner_st[K];
+  for (int k = 0; k < K; ++k) inner_st[k] = L.st[k][nd - 1];
+  int64_t nrows = 1;
+  for (int d = 0; d < nd - 1; ++d) nrows *= L.shape[d];
+
+  auto rows = [&](int64_t r0, int64_t r1) {
+    int64_t idx[kMaxDims] = {};
+    int64_t off[K] = {};
+    int64_t rem = r0;
+    for (int d = nd - 2; d >= 0; --d) {
+      idx[d] = rem % L.shape[d];
+      rem /= L.shape[d];
+      for (int k = 0; k < K; ++k) off[k] += idx[d] * L.st[k][d];
+    }
+    for (int64_t r = r0; r < r1; ++r) {
+      row(off, inner, inner_st);
+      for (int d = nd - 2; d >= 0; --d) {  // odometer increment
+        for (int k = 0; k < K; ++k) off[k] += L.st[k][d];
+        if (++idx[d] < L.shape[d]) break;
+        for (int k = 0; k < K; ++k) off[k] -= L.st[k][d] * L.shape[d];
+        idx[d] = 0;
+      }
+    }
+  };
+
+  const int64_t total = nrows * inner;
+  const int threads = total >= kParallelMin ? omp_get_max_threads() : 1;
+  if (threads <= 1) {
+    rows(0, nrows);
+  } else if (nrows >= threads) {
+#pragma omp parallel num_threads(threads)
+    {
+      int t = omp_get_thread_num(), n = omp_get_num_threads();
+      rows(nrows * t / n, nrows * (t + 1) / n);
+    }
+  } else {
+    // Few long rows: split each row's inner range instead.
+    for (int64_t r = 0; r < nrows; ++r) {
+      int64_t base[K] = {};
+      int64_t rem = r;
+      for (int d = nd - 2; d >= 0; --d) {
+        for (int k = 0; k < K; ++k) base[k] += (rem % L.shape[d]) * L.st[k][d];
+        rem /= L.shape[d];
+      }
+#pragma omp parallel num_threads(threads)
+      {
+        int t = omp_get_thread_num(), n = omp_get_num_threads();
+        int64_t j0 = inner * t / n, j1 = inner * (t + 1) / n;
+        int64_t off[K];
+        for (int k = 0; k < K; ++k) off[k] = base[k] + j0 * inner_st[k];
+        row(off, j1 - j0, inner_st);
+      }
+    }
+  }
+}
+
+template <int K>
+Layout<K> layout_of(const Tensor& out, const std::array<const Tensor*, K - 1>& ins) {
+  std::array<const int64_t*, K> st;
+  st[0] = out.strides();
+  for (int k = 1; k < K; ++k) st[k] = ins[k - 1]->strides();
+  return collapse<K>(out.shape(), st);
+}
+
+}  // namespace fx::backend::cpu

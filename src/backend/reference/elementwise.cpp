@@ -1,0 +1,129 @@
+// Reference kernels for elementwise primitives: one plain loop over every element, computing
+// each operand's offset from its strides. Slow on purpose: this is the oracle the tuned backends
+// are compared with, and the fallback that makes every op run on the CPU.
+#include "backend/backends.hpp"
+#include "backend/math.hpp"
+
+namespace fx::backend {
+namespace {
+
+template <class F>
+bool unary(const KernelCall& c) {
+  const Tensor& x = c.in[0];
+  auto run = [&]<class T>() {
+    const T* xp = x.data<T>();
+    T* op = c.out.data<T>();
+    F f{};
+    if constexpr (requires { f.s; }) f.s = c.params.s;
+    for (int64_t i = 0, n = x.numel(); i < n; ++i) op[i] = f(xp[offset_of(i, x)]);
+  };
+  if constexpr (F::floating_only) {
+    visit_floating(x.dtype(), c.prim.name, run);
+  } else {
+    visit_dtype(x.dtype(), [&]<class T>() {
+      if constexpr (std::is_same_v<T, bool>) detail::fail("fx::", c.prim.name, ": not defined for bool");
+      else run.template operator()<T>();
+    });
+  }
+  return true;
+}
+
+template <class F>
+bool binary(const KernelCall& c) {
+  const Tensor &a = c.in[0], &b = c.in[1];
+  auto run = [&]<class T>() {
+    const T* ap = a.data<T>();
+    const T* bp = b.data<T>();
+    T* op = c.out.data<T>();
+    for (int64_t i = 0, n = c.out.numel(); i < n; ++i)
+      op[i] = F{}(ap[offset_of(i, a)], bp[offset_of(i, b)]);
+  };
+  if constexpr (F::floating_only) {
+    visit_floating(a.dtype(), c.prim.name, run);
+  } else {
+    visit_dtype(a.dtype(), [&]<class T>() {
+      if constexpr (std::is_same_v<T, bool>) detail::fail("fx::", c.prim.name, ": not defined for bool");
+      else run.template operator()<T>();
+    });
+  }
+  return true;
+}
+
+template <class F>
+bool compare(const KernelCall& c) {
+  const Tensor &a = c.in[0], &b = c.in[1];
+  visit_dtype(a.dtype(), [&]<class T>() {
+    const T* ap = a.data<T>();
+    const T* bp = b.data<T>();
+    bool* op = c.out.data<bool>();
+    for (int64_t i = 0, n = c.out.numel(); i < n; ++i)
+      op[i] = F{}(ap[offset_of(i, a)], bp[offset_of(i, b)]);
+  });
+  return true;
+}
+
+bool where(const KernelCall& c) {
+  const Tensor &m = c.in[0], &a = c.in[1], &b = c.in[2];
+  visit_dtype(a.dtype(), [&]<class T>() {
+    const bool* mp = m.data<bool>();
+    const T* ap = a.data<T>();
+    const T* bp = b.data<T>();
+    T* op = c.out.data<T>();
+    for (int64_t i = 0, n = c.out.numel(); i < n; ++i)
+      op[i] = mp[offset_of(i, m)] ? ap[offset_of(i, a)] : bp[offset_of(i, b)];
+  });
+  return true;
+}
+
+// copy and astype: out (contiguous, out's dtype) = x converted.
+bool convert(const KernelCall& c) {
+  const Tensor& x = c.in[0];
+  visit_dtype(x.dtype(), [&]<class S>() {
+    visit_dtype(c.out.dtype(), [&]<class D>() {
+      const S* xp = x.data<S>();
+      D* op = c.out.data<D>();
+      for (int64_t i = 0, n = x.numel(); i < n; ++i) op[i] = static_cast<D>(xp[offset_of(i, x)]);
+    });
+  });
+  return true;
+}
+
+}  // namespace
+
+void register_reference_elementwise() {
+  constexpr Device cpu = Device::cpu;
+  constexpr int r = kReferenceRank;
+  register_kernel(neg_p, cpu, r, unary<math::Neg>);
+  register_kernel(exp_p, cpu, r, unary<math::Exp>);
+  register_kernel(log_p, cpu, r, unary<math::Log>);
+  register_kernel(log1p_p, cpu, r, unary<math::Log1p>);
+  register_kernel(sin_p, cpu, r, unary<math::Sin>);
+  register_kernel(cos_p, cpu, r, unary<math::Cos>);
+  register_kernel(tanh_p, cpu, r, unary<math::Tanh>);
+  register_kernel(sigmoid_p, cpu, r, unary<math::Sigmoid>);
+  register_kernel(relu_p, cpu, r, unary<math::Relu>);
+  register_kernel(sqrt_p, cpu, r, unary<math::Sqrt>);
+  register_kernel(abs_p, cpu, r, unary<math::Abs>);
+  register_kernel(sign_p, cpu, r, unary<math::Sign>);
+  register_kernel(add_scalar_p, cpu, r, unary<math::AddScalar>);
+  register_kernel(mul_scalar_p, cpu, r, unary<math::MulScalar>);
+  register_kernel(pow_scalar_p, cpu, r, unary<math::PowScalar>);
+  register_kernel(add_p, cpu, r, binary<math::Add>);
+  register_kernel(sub_p, cpu, r, binary<math::Sub>);
+  register_kernel(mul_p, cpu, r, binary<math::Mul>);
+  register_kernel(div_p, cpu, r, binary<math::Div>);
+  register_kernel(pow_p, cpu, r, binary<math::Pow>);
+  register_kernel(maximum_p, cpu, r, binary<math::Maximum>);
+  register_kernel(minimum_p, cpu, r, binary<math::Minimum>);
+  register_kernel(eq_p, cpu, r, compare<math::Eq>);
+  register_kernel(ne_p, cpu, r, compare<math::Ne>);
+  register_kernel(lt_p, cpu, r, compare<math::Lt>);
+  register_kernel(le_p, cpu, r, compare<math::Le>);
+  register_kernel(gt_p, cpu, r, compare<math::Gt>);
+  register_kernel(ge_p, cpu, r, compare<math::Ge>);
+  register_kernel(where_p, cpu, r, where);
+  register_kernel(astype_p, cpu, r, convert);
+  register_kernel(copy_p, cpu, r, convert);
+}
+
+}  // namespace fx::backend

@@ -1,0 +1,105 @@
+// Reference reductions: for each output element, a plain loop over the reduced elements.
+#include <cmath>
+
+#include "backend/backends.hpp"
+
+namespace fx::backend {
+namespace {
+
+// Splits x's dims into kept and reduced (by mask) and calls fn(base_offset, reduced_offsets...)
+// once per output element in row-major output order.
+struct ReduceLayout {
+  Shape kept, reduced;
+  int64_t kept_stride[kMaxDims], red_stride[kMaxDims];
+
+  ReduceLayout(const Tensor& x, uint64_t mask) {
+    for (int d = 0; d < x.ndim(); ++d) {
+      if ((mask >> d) & 1u) {
+        red_stride[reduced.size()] = x.stride(d);
+        reduced.push_back(x.shape()[d]);
+      } else {
+        kept_stride[kept.size()] = x.stride(d);
+        kept.push_back(x.shape()[d]);
+      }
+    }
+  }
+  static int64_t off(int64_t linear, const Shape& s, const int64_t* st) {
+    int64_t o = 0;
+    for (int d = s.size() - 1; d >= 0; --d) {
+      o += (linear % s[d]) * st[d];
+      linear /= s[d];
+    }
+    return o;
+  }
+};
+
+template <class Acc>
+bool reduce(const KernelCall& c) {
+  const Tensor& x = c.in[0];
+  ReduceLayout L(x, uint64_t(c.params.i[0]));
+  visit_dtype(x.dtype(), [&]<class T>() {
+    const T* xp = x.data<T>();
+    T* op = c.out.data<T>();
+    int64_t nout = L.kept.numel(), nred = L.reduced.numel();
+    for (int64_t o = 0; o < nout; ++o) {
+      int64_t base = ReduceLayout::off(o, L.kept, L.kept_stride);
+      Acc acc;
+      for (int64_t r = 0; r < nred; ++r)
+        acc.add(double(xp[base + ReduceLayout::off(r, L.reduced, L.red_stride)]), r);
+      op[o] = static_cast<T>(acc.value);
+    }
+  });
+  return true;
+}
+
+struct SumAcc {
+  double value = 0;
+  void add(double v, int64_t) { value += v; }
+};
+struct MaxAcc {
+  double value = -INFINITY;
+  void add(double v, int64_t) { value = (v > value || std::isnan(v)) ? v : value; }
+};
+struct MinAcc {
+  double value = INFINITY;
+  void add(double v, int64_t) { value = (v < value || std::isnan(v)) ? v : value; }
+};
+
+template <bool Max>
+bool arg_reduce(const KernelCall& c) {
+  const Tensor& x = c.in[0];
+  ReduceLayout L(x, uint64_t(c.params.i[0]));
+  visit_dtype(x.dtype(), [&]<class T>() {
+    const T* xp = x.data<T>();
+    int64_t* op = c.out.data<int64_t>();
+    int64_t nout = L.kept.numel(), nred = L.reduced.numel();
+    for (int64_t o = 0; o < nout; ++o) {
+      int64_t base = ReduceLayout::off(o, L.kept, L.kept_stride);
+      int64_t best = 0;
+      double bv = double(xp[base]);
+      for (int64_t r = 1; r < nred; ++r) {
+        double v = double(xp[base + ReduceLayout::off(r, L.reduced, L.red_stride)]);
+        if (Max ? v > bv : v < bv) {
+          bv = v;
+          best = r;
+        }
+      }
+      op[o] = best;
+    }
+  });
+  return true;
+}
+
+}  // namespace
+
+void register_reference_reduce() {
+  constexpr Device cpu = Device::cpu;
+  constexpr int r = kReferenceRank;
+  register_kernel(sum_p, cpu, r, reduce<SumAcc>);
+  register_kernel(max_p, cpu, r, reduce<MaxAcc>);
+  register_kernel(min_p, cpu, r, reduce<MinAcc>);
+  register_kernel(argmax_p, cpu, r, arg_reduce<true>);
+  register_kernel(argmin_p, cpu, r, arg_reduce<false>);
+}
+
+}  // namespace fx::backend

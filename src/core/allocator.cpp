@@ -1,0 +1,154 @@
+// Pools for TensorImpl/Storage objects and a per-thread caching allocator for data buffers.
+//
+// Why per thread: the hot path (one small op) must not take a lock. A buffer freed on another
+// thread simply joins that thread's cache. Sanitizer builds define FLUXION_NO_POOL so that every
+// object goes straight to malloc/free and ASan sees each use-after-free.
+#include <cstdlib>
+#include <new>
+
+#include "fluxion/core/storage.hpp"
+#include "fluxion/core/tensor.hpp"
+
+namespace fx {
+namespace {
+
+constexpr size_t kAlign = 64;
+constexpr int kNumClasses = 48;                  // size classes 2^6 .. 2^53
+constexpr size_t kMaxCachedBytes = size_t(1) << 31;  // per thread
+constexpr size_t kMaxPooledObjects = 1 << 16;
+
+struct FreeNode {
+  FreeNode* next;
+};
+
+// Plain-old-data so thread_local access needs no guard; cached memory of a finished thread is
+// reclaimed by the OS at exit.
+struct ThreadCache {
+  FreeNode* bins[kNumClasses];
+  size_t cached_bytes;
+  FreeNode* impls;
+  size_t nimpls;
+  FreeNode* storages;
+  size_t nstorages;
+  AllocatorStats stats;
+};
+thread_local ThreadCache tc;
+
+int size_class(size_t n) {
+  int c = 0;
+  size_t cap = kAlign;
+  while (cap < n) {
+    cap <<= 1;
+    ++c;
+  }
+  return c;
+}
+size_t class_bytes(int c) { return kAlign << c; }
+
+void* system_alloc(size_t n) {
+  ++tc.stats.system_allocs;
+  void* p = std::aligned_alloc(kAlign, n);
+  if (!p) throw std::bad_alloc();
+  return p;
+}
+
+#ifndef FLUXION_NO_POOL
+void* cache_alloc(size_t n, int& cls) {
+  cls = size_class(n);
+  FreeNode* f = tc.bins[cls];
+  if (f) {
+    tc.bins[cls] = f->next;
+    tc.cached_bytes -= class_bytes(cls);
+    ++tc.stats.cache_hits;
+    return f;
+  }
+  return system_alloc(class_bytes(cls));
+}
+void cache_free(void* p, size_t n) {
+  int cls = size_class(n);
+  if (tc.cached_bytes + class_bytes(cls) > kMaxCachedBytes) {
+    std::free(p);
+    return;
+  }
+  auto* f = static_cast<FreeNode*>(p);
+  f->next = tc.bins[cls];
+  tc.bins[cls] = f;
+  tc.cached_bytes += class_bytes(cls);
+}
+
+template <class T>
+T* pool_new(FreeNode*& head, size_t& count) {
+  if (head) {
+    void* p = head;
+    head = head->next;
+    --count;
+    return new (p) T();
+  }
+  return new T();
+}
+template <class T>
+void pool_delete(T* p, FreeNode*& head, size_t& count) {
+  if (count >= kMaxPooledObjects) {
+    delete p;
+    return;
+  }
+  p->~T();
+  auto* f = reinterpret_cast<FreeNode*>(p);
+  f->next = head;
+  head = f;
+  ++count;
+}
+#else
+void* cache_alloc(size_t n, int&) { return system_alloc(n); }
+void cache_free(void* p, size_t) { std::free(p); }
+template <class T>
+T* pool_new(FreeNode*&, size_t&) { return new T(); }
+template <class T>
+void pool_delete(T* p, FreeNode*&, size_t&) { delete p; }
+#endif
+
+}  // namespace
+
+Storage* Storage::create(size_t nbytes, Device device) {
+  Storage* s = pool_new<Storage>(tc.storages, tc.nstorages);
+  s->device = device;
+  s->nbytes = nbytes;
+  if (nbytes <= kInlineBytes) {
+    s->data = s->inline_buf;
+  } else {
+    int cls;
+    s->data = cache_alloc(nbytes, cls);
+  }
+  return s;
+}
+
+void Storage::destroy(Storage* s) {
+  if (s->data != s->inline_buf) cache_free(s->data, s->nbytes);
+  pool_delete(s, tc.storages, tc.nstorages);
+}
+
+TensorImpl* TensorImpl::create() { return pool_new<TensorImpl>(tc.impls, tc.nimpls); }
+
+void TensorImpl::destroy(TensorImpl* p) {
+  if (p->storage) p->storage->release();
+  pool_delete(p, tc.impls, tc.nimpls);
+}
+
+AllocatorStats allocator_stats() {
+  AllocatorStats s = tc.stats;
+  s.cached_bytes = tc.cached_bytes;
+  return s;
+}
+
+void empty_cache() {
+  for (auto& bin : tc.bins) {
+    while (bin) {
+      FreeNode* n = bin->next;
+      std::free(bin);
+      bin = n;
+    }
+  }
+  tc.cached_bytes = 0;
+}
+
+}  // namespace fx

@@ -1,0 +1,122 @@
+// Tensor handle basics: allocation, layout queries, element access and printing.
+#include "fluxion/core/tensor.hpp"
+
+#include <cmath>
+#include <iomanip>
+#include <sstream>
+
+namespace fx {
+
+std::array<int64_t, kMaxDims> contiguous_strides(const Shape& s) {
+  std::array<int64_t, kMaxDims> st{};
+  int64_t acc = 1;
+  for (int i = s.size() - 1; i >= 0; --i) {
+    st[i] = acc;
+    acc *= s[i];
+  }
+  return st;
+}
+
+Tensor Tensor::empty(const Shape& shape, DType dtype, Device device) {
+  TensorImpl* p = TensorImpl::create();
+  p->dtype = dtype;
+  p->shape = shape;
+  p->strides = contiguous_strides(shape);
+  p->storage = Storage::create(size_t(shape.numel()) * itemsize(dtype), device);
+  return Tensor(p);
+}
+
+int64_t Tensor::size(int64_t axis) const {
+  return p_->shape[normalize_axis(axis, ndim(), "fx::Tensor::size")];
+}
+
+bool Tensor::is_contiguous() const {
+  int64_t acc = 1;
+  for (int i = ndim() - 1; i >= 0; --i) {
+    if (p_->shape[i] != 1 && p_->strides[i] != acc) return false;
+    acc *= p_->shape[i];
+  }
+  return true;
+}
+
+void Tensor::check_dtype(DType want) const {
+  FX_CHECK(p_, "fx::Tensor::data: undefined tensor");
+  FX_CHECK(p_->dtype == want, "fx::Tensor::data: tensor is ", dtype_name(p_->dtype), ", asked for ",
+           dtype_name(want));
+}
+
+double Tensor::item() const {
+  FX_CHECK(p_, "fx::Tensor::item: undefined tensor");
+  FX_CHECK(numel() == 1, "fx::Tensor::item: needs one element, shape is ", shape());
+  return visit_dtype(dtype(), [&]<class T>() {
+    return double(static_cast<T*>(p_->storage->data)[p_->offset]);
+  });
+}
+
+namespace {
+
+// Reads element `linear` (row-major over the view) as double.
+double element(const Tensor& t, int64_t linear) {
+  int64_t off = t.offset();
+  for (int d = t.ndim() - 1; d >= 0; --d) {
+    int64_t n = t.shape()[d];
+    off += (linear % n) * t.stride(d);
+    linear /= n;
+  }
+  return visit_dtype(t.dtype(), [&]<class T>() {
+    return double(static_cast<T*>(t.storage()->data)[off]);
+  });
+}
+
+void print_rec(std::ostream& os, const Tensor& t, int dim, int64_t base, int64_t block,
+               int indent) {
+  constexpr int64_t kEdge = 3;  // elements shown at each end of a long dimension
+  int64_t n = t.shape()[dim];
+  int64_t inner = block / std::max<int64_t>(n, 1);
+  os << '[';
+  for (int64_t i = 0; i < n; ++i) {
+    if (n > 2 * kEdge + 1 && i == kEdge) {
+      os << "...";
+      i = n - kEdge - 1;
+      os << (dim + 1 == t.ndim() ? ", " : ",\n" + std::string(indent + 1, ' '));
+      continue;
+    }
+    if (dim + 1 == t.ndim()) {
+      double v = element(t, base + i);
+      if (is_floating(t.dtype())) {
+        os << std::setprecision(5) << v;
+      } else if (t.dtype() == boolean) {
+        os << (v != 0 ? "true" : "false");
+      } else {
+        os << int64_t(v);
+      }
+    } else {
+      print_rec(os, t, dim + 1, base + i * inner, inner, indent + 1);
+    }
+    if (i + 1 < n) os << (dim + 1 == t.ndim() ? ", " : ",\n" + std::string(indent + 1, ' '));
+  }
+  os << ']';
+}
+
+}  // namespace
+
+std::string Tensor::to_string() const {
+  std::ostringstream os;
+  os << *this;
+  return os.str();
+}
+
+std::ostream& operator<<(std::ostream& os, const Tensor& t) {
+  if (!t.defined()) return os << "Tensor(undefined)";
+  os << "Tensor(" << dtype_name(t.dtype()) << ", " << t.shape() << ") ";
+  if (t.ndim() == 0) {
+    Tensor flat = t;
+    double v = element(flat, 0);
+    if (is_floating(t.dtype())) return os << std::setprecision(5) << v;
+    return os << int64_t(v);
+  }
+  print_rec(os, t, 0, 0, t.numel(), 0);
+  return os;
+}
+
+}  // namespace fx

@@ -1,0 +1,61 @@
+// Kernel dispatch and the shared forwards of elementwise primitives.
+#include "backend/backends.hpp"
+#include "fluxion/ops/primitives.hpp"
+
+namespace fx {
+
+void register_kernel(Primitive& p, Device device, int backend_rank, KernelFn fn) {
+  FX_CHECK(backend_rank >= 0 && backend_rank < kMaxBackends, "fx::register_kernel: rank ",
+           backend_rank, " out of range");
+  p.kernels[int(device)][backend_rank] = fn;
+}
+
+namespace {
+bool register_backends() {
+  backend::register_reference();
+  backend::register_cpu();
+  return true;
+}
+}  // namespace
+
+void dispatch(const KernelCall& call) {
+  static const bool registered = register_backends();
+  (void)registered;
+  const Device dev = call.out.device();
+  for (KernelFn k : call.prim.kernels[int(dev)])
+    if (k && k(call)) return;
+  detail::fail("fx::", call.prim.name, ": no kernel on device ", device_name(dev), " for ",
+               dtype_name(call.out.dtype()), " ", call.out.shape());
+}
+
+Tensor elementwise_forward(const Primitive& p, std::span<const Tensor> in, const Params& params) {
+  Tensor out = Tensor::empty(in[0].shape(), in[0].dtype(), in[0].device());
+  dispatch({p, in, out, params});
+  return out;
+}
+
+Tensor compare_forward(const Primitive& p, std::span<const Tensor> in, const Params& params) {
+  Tensor out = Tensor::empty(in[0].shape(), boolean, in[0].device());
+  dispatch({p, in, out, params});
+  return out;
+}
+
+Tensor make_view(const Tensor& x, const Shape& shape, const int64_t* strides, int64_t offset) {
+  TensorImpl* p = TensorImpl::create();
+  p->dtype = x.dtype();
+  p->storage = x.storage();
+  p->storage->retain();
+  p->offset = offset;
+  p->shape = shape;
+  for (int d = 0; d < shape.size(); ++d) p->strides[d] = strides[d];
+  return Tensor(p);
+}
+
+std::span<Primitive* const> builtin_primitives() {
+#define FX_ADDRESS(name) &name##_p,
+  static Primitive* const all[] = {FX_BUILTIN_PRIMITIVES(FX_ADDRESS)};
+#undef FX_ADDRESS
+  return all;
+}
+
+}  // namespace fx

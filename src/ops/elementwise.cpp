@@ -1,0 +1,308 @@
+// Elementwise primitives (table entries with their pullbacks) and the public functions.
+#include "fluxion/ops/elementwise.hpp"
+
+#include <cmath>
+
+#include "fluxion/ops/create.hpp"
+#include "fluxion/ops/primitives.hpp"
+#include "fluxion/ops/view.hpp"
+
+namespace fx {
+
+#define FX_PULLBACK [](const PullbackArgs& a, const Tensor& dy, Tensor* dx)
+
+// ---- unary: dx = dy * f'(x), written in public ops so it differentiates again.
+Primitive neg_p{.name = "neg", .forward = elementwise_forward,
+                .pullback = FX_PULLBACK { dx[0] = neg(dy); (void)a; }};
+Primitive exp_p{.name = "exp", .forward = elementwise_forward, .saves = saves::output,
+                .pullback = FX_PULLBACK { dx[0] = dy * a.output(); }};
+Primitive log_p{.name = "log", .forward = elementwise_forward, .saves = saves::input(0),
+                .pullback = FX_PULLBACK { dx[0] = dy / a.input(0); }};
+Primitive log1p_p{.name = "log1p", .forward = elementwise_forward, .saves = saves::input(0),
+                  .pullback = FX_PULLBACK { dx[0] = dy / (a.input(0) + 1.0); }};
+Primitive sin_p{.name = "sin", .forward = elementwise_forward, .saves = saves::input(0),
+                .pullback = FX_PULLBACK { dx[0] = dy * cos(a.input(0)); }};
+Primitive cos_p{.name = "cos", .forward = elementwise_forward, .saves = saves::input(0),
+                .pullback = FX_PULLBACK { dx[0] = neg(dy * sin(a.input(0))); }};
+// tanh and sigmoid read only their output: the tape keeps y and lets x go.
+Primitive tanh_p{.name = "tanh", .forward = elementwise_forward, .saves = saves::output,
+                 .pullback = FX_PULLBACK {
+                   const Tensor& y = a.output();
+                   dx[0] = dy * (1.0 - y * y);
+                 }};
+Primitive sigmoid_p{.name = "sigmoid", .forward = elementwise_forward, .saves = saves::output,
+                    .pullback = FX_PULLBACK {
+                      const Tensor& y = a.output();
+                      dx[0] = dy * (y * (1.0 - y));
+                    }};
+// relu' is taken as 0 at 0 (as in PyTorch and Flux).
+Primitive relu_p{.name = "relu", .forward = elementwise_forward, .saves = saves::output,
+                 .pullback = FX_PULLBACK { dx[0] = where(a.output() > 0.0, dy, 0.0); }};
+Primitive sqrt_p{.name = "sqrt", .forward = elementwise_forward, .saves = saves::output,
+                 .pullback = FX_PULLBACK { dx[0] = (dy / a.output()) * 0.5; }};
+Primitive abs_p{.name = "abs", .forward = elementwise_forward, .saves = saves::input(0),
+                .pullback = FX_PULLBACK { dx[0] = dy * sign(a.input(0)); }};
+// sign is piecewise constant: no pullback, so its output is never tracked (a zero cotangent).
+Primitive sign_p{.name = "sign", .forward = elementwise_forward};
+
+// ---- with a number s = params.s
+Primitive add_scalar_p{.name = "add_scalar", .forward = elementwise_forward,
+                       .pullback = FX_PULLBACK { dx[0] = dy; (void)a; }};
+Primitive mul_scalar_p{.name = "mul_scalar", .forward = elementwise_forward,
+                       .pullback = FX_PULLBACK { dx[0] = dy * a.params().s; }};
+Primitive pow_scalar_p{.name = "pow_scalar", .forward = elementwise_forward,
+                       .saves = saves::input(0), .pullback = FX_PULLBACK {
+                         double s = a.params().s;
+                         if (s != 0) dx[0] = dy * (pow(a.input(0), s - 1) * s);
+                       }};
+
+// ---- binary on equal shapes (the public functions expand first)
+Primitive add_p{.name = "add", .forward = elementwise_forward, .pullback = FX_PULLBACK {
+                  (void)a;
+                  dx[0] = dy;
+                  dx[1] = dy;
+                }};
+Primitive sub_p{.name = "sub", .forward = elementwise_forward, .pullback = FX_PULLBACK {
+                  dx[0] = dy;
+                  if (a.wants(1)) dx[1] = neg(dy);
+                }};
+Primitive mul_p{.name = "mul", .forward = elementwise_forward, .saves = saves::inputs,
+                .pullback = FX_PULLBACK {
+                  if (a.wants(0)) dx[0] = dy * a.input(1);
+                  if (a.wants(1)) dx[1] = dy * a.input(0);
+                }};
+Primitive div_p{.name = "div", .forward = elementwise_forward,
+                .saves = saves::input(1) | saves::output, .pullback = FX_PULLBACK {
+                  Tensor g = dy / a.input(1);
+                  if (a.wants(1)) dx[1] = neg(g * a.output());
+                  dx[0] = std::move(g);
+                }};
+Primitive pow_p{.name = "pow", .forward = elementwise_forward,
+                .saves = saves::inputs | saves::output, .pullback = FX_PULLBACK {
+                  const Tensor &x = a.input(0), &e = a.input(1);
+                  if (a.wants(0)) dx[0] = dy * (e * pow(x, e - 1.0));
+                  // d/de x^e = x^e log x, taken as 0 where x <= 0 (as PyTorch does)
+                  if (a.wants(1)) dx[1] = where(x > 0.0, dy * (a.output() * log(x)), 0.0);
+                }};
+Primitive maximum_p{.name = "maximum", .forward = elementwise_forward, .saves = saves::inputs,
+                    .pullback = FX_PULLBACK {
+                      Tensor first = a.input(0) >= a.input(1);
+                      if (a.wants(0)) dx[0] = where(first, dy, 0.0);
+                      if (a.wants(1)) dx[1] = where(first, 0.0, dy);
+                    }};
+Primitive minimum_p{.name = "minimum", .forward = elementwise_forward, .saves = saves::inputs,
+                    .pullback = FX_PULLBACK {
+                      Tensor first = a.input(0) <= a.input(1);
+                      if (a.wants(0)) dx[0] = where(first, dy, 0.0);
+                      if (a.wants(1)) dx[1] = where(first, 0.0, dy);
+                    }};
+
+// ---- comparisons: bool outputs, never differentiated
+Primitive eq_p{.name = "eq", .forward = compare_forward};
+Primitive ne_p{.name = "ne", .forward = compare_forward};
+Primitive lt_p{.name = "lt", .forward = compare_forward};
+Primitive le_p{.name = "le", .forward = compare_forward};
+Primitive gt_p{.name = "gt", .forward = compare_forward};
+Primitive ge_p{.name = "ge", .forward = compare_forward};
+
+// ---- selection and conversion
+Primitive where_p{.name = "where",
+                  .forward = [](const Primitive& p, std::span<const Tensor> in, const Params& pr) {
+                    Tensor out = Tensor::empty(in[1].shape(), in[1].dtype(), in[1].device());
+                    dispatch({p, in, out, pr});
+                    return out;
+                  },
+                  .saves = saves::input(0), .pullback = FX_PULLBACK {
+                    if (a.wants(1)) dx[1] = where(a.input(0), dy, 0.0);
+                    if (a.wants(2)) dx[2] = where(a.input(0), 0.0, dy);
+                  }};
+Primitive astype_p{.name = "astype",
+                   .forward = [](const Primitive& p, std::span<const Tensor> in, const Params& pr) {
+                     Tensor out = Tensor::empty(in[0].shape(), pr.dtype, in[0].device());
+                     dispatch({p, in, out, pr});
+                     return out;
+                   },
+                   .pullback = FX_PULLBACK {
+                     // params.shape is unused; the input dtype rides in params.i[0]
+                     dx[0] = astype(dy, DType(a.params().i[0]));
+                   }};
+Primitive copy_p{.name = "copy", .forward = elementwise_forward,
+                 .pullback = FX_PULLBACK { dx[0] = dy; (void)a; }};
+
+#undef FX_PULLBACK
+
+// ---- public functions
+namespace {
+
+void check_defined(const Tensor& x, const char* op) {
+  FX_CHECK(x.defined(), "fx::", op, ": undefined tensor");
+}
+
+Tensor floating_unary(Primitive& p, const Tensor& x) {
+  check_defined(x, p.name);
+  FX_CHECK(is_floating(x.dtype()), "fx::", p.name, ": needs a floating tensor, got ",
+           dtype_name(x.dtype()), " ", x.shape());
+  return bind(p, {x});
+}
+
+Tensor numeric_unary(Primitive& p, const Tensor& x) {
+  check_defined(x, p.name);
+  FX_CHECK(x.dtype() != boolean, "fx::", p.name, ": not defined for bool ", x.shape());
+  return bind(p, {x});
+}
+
+Tensor with_number(Primitive& p, const Tensor& x, double s) {
+  check_defined(x, p.name);
+  FX_CHECK(x.dtype() != boolean, "fx::", p.name, ": not defined for bool ", x.shape());
+  Params params;
+  params.s = s;
+  return bind(p, {x}, params);
+}
+
+// Promotes and broadcasts a, b to a common dtype and shape.
+std::pair<Tensor, Tensor> align(const Tensor& a, const Tensor& b, const char* op) {
+  check_defined(a, op);
+  check_defined(b, op);
+  DType t = promote(a.dtype(), b.dtype());
+  Tensor x = a.dtype() == t ? a : astype(a, t);
+  Tensor y = b.dtype() == t ? b : astype(b, t);
+  if (!(x.shape() == y.shape())) {
+    Shape s = broadcast_shapes(x.shape(), y.shape(), op);
+    x = expand(x, s);
+    y = expand(y, s);
+  }
+  return {std::move(x), std::move(y)};
+}
+
+Tensor binary(Primitive& p, const Tensor& a, const Tensor& b, bool floating_only = false) {
+  auto [x, y] = align(a, b, p.name);
+  FX_CHECK(x.dtype() != boolean, "fx::", p.name, ": not defined for bool ", a.shape(), " and ",
+           b.shape());
+  FX_CHECK(!floating_only || is_floating(x.dtype()), "fx::", p.name,
+           ": needs floating tensors, got ", dtype_name(x.dtype()));
+  return bind(p, {x, y});
+}
+
+Tensor compare(Primitive& p, const Tensor& a, const Tensor& b) {
+  auto [x, y] = align(a, b, p.name);
+  return bind(p, {x, y});
+}
+
+}  // namespace
+
+Tensor neg(const Tensor& x) { return numeric_unary(neg_p, x); }
+Tensor exp(const Tensor& x) { return floating_unary(exp_p, x); }
+Tensor log(const Tensor& x) { return floating_unary(log_p, x); }
+Tensor log1p(const Tensor& x) { return floating_unary(log1p_p, x); }
+Tensor sin(const Tensor& x) { return floating_unary(sin_p, x); }
+Tensor cos(const Tensor& x) { return floating_unary(cos_p, x); }
+Tensor tanh(const Tensor& x) { return floating_unary(tanh_p, x); }
+Tensor sigmoid(const Tensor& x) { return floating_unary(sigmoid_p, x); }
+Tensor relu(const Tensor& x) { return numeric_unary(relu_p, x); }
+Tensor sqrt(const Tensor& x) { return floating_unary(sqrt_p, x); }
+Tensor abs(const Tensor& x) { return numeric_unary(abs_p, x); }
+Tensor sign(const Tensor& x) { return numeric_unary(sign_p, x); }
+
+Tensor square(const Tensor& x) { return x * x; }
+Tensor rsqrt(const Tensor& x) { return pow(x, -0.5); }
+Tensor reciprocal(const Tensor& x) { return pow(x, -1.0); }
+Tensor softplus(const Tensor& x) {
+  // log(1 + e^x) = max(x, 0) + log1p(e^-|x|): no overflow for large |x|.
+  return relu(x) + log1p(exp(neg(abs(x))));
+}
+Tensor identity(const Tensor& x) { return x; }
+
+Tensor add(const Tensor& a, const Tensor& b) { return binary(add_p, a, b); }
+Tensor sub(const Tensor& a, const Tensor& b) { return binary(sub_p, a, b); }
+Tensor mul(const Tensor& a, const Tensor& b) { return binary(mul_p, a, b); }
+Tensor div(const Tensor& a, const Tensor& b) {
+  // True division: integer operands become f32 first (no integer division by zero traps).
+  if (a.defined() && b.defined() && !is_floating(promote(a.dtype(), b.dtype())))
+    return binary(div_p, astype(a, f32), astype(b, f32));
+  return binary(div_p, a, b);
+}
+Tensor pow(const Tensor& a, const Tensor& b) { return binary(pow_p, a, b, true); }
+Tensor maximum(const Tensor& a, const Tensor& b) { return binary(maximum_p, a, b); }
+Tensor minimum(const Tensor& a, const Tensor& b) { return binary(minimum_p, a, b); }
+
+Tensor add(const Tensor& a, double b) { return with_number(add_scalar_p, a, b); }
+Tensor mul(const Tensor& a, double b) { return with_number(mul_scalar_p, a, b); }
+Tensor pow(const Tensor& a, double b) {
+  check_defined(a, "pow_scalar");
+  FX_CHECK(is_floating(a.dtype()), "fx::pow: needs a floating tensor, got ",
+           dtype_name(a.dtype()), " ", a.shape());
+  return with_number(pow_scalar_p, a, b);
+}
+Tensor clamp(const Tensor& x, double lo, double hi) {
+  FX_CHECK(lo <= hi, "fx::clamp: lower bound ", lo, " exceeds upper bound ", hi);
+  return minimum(maximum(x, scalar(lo, x.dtype())), scalar(hi, x.dtype()));
+}
+
+Tensor eq(const Tensor& a, const Tensor& b) { return compare(eq_p, a, b); }
+Tensor ne(const Tensor& a, const Tensor& b) { return compare(ne_p, a, b); }
+Tensor lt(const Tensor& a, const Tensor& b) { return compare(lt_p, a, b); }
+Tensor le(const Tensor& a, const Tensor& b) { return compare(le_p, a, b); }
+Tensor gt(const Tensor& a, const Tensor& b) { return compare(gt_p, a, b); }
+Tensor ge(const Tensor& a, const Tensor& b) { return compare(ge_p, a, b); }
+Tensor operator==(const Tensor& a, double b) { return eq(a, scalar(b, a.dtype())); }
+Tensor operator<(const Tensor& a, double b) { return lt(a, scalar(b, a.dtype())); }
+Tensor operator>(const Tensor& a, double b) { return gt(a, scalar(b, a.dtype())); }
+Tensor operator<=(const Tensor& a, double b) { return le(a, scalar(b, a.dtype())); }
+Tensor operator>=(const Tensor& a, double b) { return ge(a, scalar(b, a.dtype())); }
+
+Tensor where(const Tensor& cond, const Tensor& a, const Tensor& b) {
+  check_defined(cond, "where");
+  FX_CHECK(cond.dtype() == boolean, "fx::where: condition must be bool, got ",
+           dtype_name(cond.dtype()), " ", cond.shape());
+  auto [x, y] = align(a, b, "where");
+  Tensor c = cond;
+  Shape s = broadcast_shapes(c.shape(), x.shape(), "where");
+  if (!(c.shape() == s)) c = expand(c, s);
+  if (!(x.shape() == s)) {
+    x = expand(x, s);
+    y = expand(y, s);
+  }
+  return bind(where_p, {c, x, y});
+}
+Tensor where(const Tensor& cond, const Tensor& a, double b) {
+  check_defined(a, "where");
+  return where(cond, a, scalar(b, a.dtype()));
+}
+Tensor where(const Tensor& cond, double a, const Tensor& b) {
+  check_defined(b, "where");
+  return where(cond, scalar(a, b.dtype()), b);
+}
+
+Tensor astype(const Tensor& x, DType dtype) {
+  check_defined(x, "astype");
+  if (x.dtype() == dtype) return x;
+  Params p;
+  p.dtype = dtype;
+  p.i[0] = int64_t(x.dtype());
+  // Conversions to an integer or bool type are not differentiable.
+  if (!is_floating(dtype)) {
+    Tensor out = Tensor::empty(x.shape(), dtype, x.device());
+    Tensor in[] = {x};
+    dispatch({astype_p, in, out, p});
+    return out;
+  }
+  return bind(astype_p, {x}, p);
+}
+
+Tensor stop_gradient(const Tensor& x) {
+  check_defined(x, "stop_gradient");
+  return make_view(x, x.shape(), x.strides(), x.offset());
+}
+
+bool allclose(const Tensor& a, const Tensor& b, double rtol, double atol) {
+  if (!(a.shape() == b.shape())) return false;
+  auto va = to_vector<double>(a), vb = to_vector<double>(b);
+  for (size_t i = 0; i < va.size(); ++i) {
+    if (std::isnan(va[i]) != std::isnan(vb[i])) return false;
+    if (!std::isnan(va[i]) && std::abs(va[i] - vb[i]) > atol + rtol * std::abs(vb[i]))
+      return false;
+  }
+  return true;
+}
+
+}  // namespace fx

@@ -1,0 +1,68 @@
+// matmul: one primitive on equal batch dims; the public function handles vectors and batch
+// broadcasting with views so the pullback stays two matmuls.
+#include "fluxion/ops/linalg.hpp"
+
+#include "fluxion/ops/elementwise.hpp"
+#include "fluxion/ops/primitives.hpp"
+#include "fluxion/ops/reduce.hpp"
+#include "fluxion/ops/view.hpp"
+
+namespace fx {
+
+Primitive matmul_p{
+    .name = "matmul",
+    .forward = [](const Primitive& p, std::span<const Tensor> in, const Params& pr) {
+      const Tensor &a = in[0], &b = in[1];
+      Shape s = a.shape();
+      s[s.size() - 1] = b.shape()[b.ndim() - 1];
+      Tensor out = Tensor::empty(s, a.dtype(), a.device());
+      dispatch({p, in, out, pr});
+      return out;
+    },
+    .saves = saves::inputs,
+    .pullback = [](const PullbackArgs& a, const Tensor& dy, Tensor* dx) {
+      if (a.wants(0)) dx[0] = matmul(dy, transpose(a.input(1)));
+      if (a.wants(1)) dx[1] = matmul(transpose(a.input(0)), dy);
+    }};
+
+Tensor matmul(const Tensor& a0, const Tensor& b0) {
+  FX_CHECK(a0.defined() && b0.defined(), "fx::matmul: undefined tensor");
+  FX_CHECK(a0.ndim() >= 1 && b0.ndim() >= 1, "fx::matmul: ", a0.shape(), " @ ", b0.shape(),
+           ": operands must have at least 1 dimension");
+  DType t = promote(a0.dtype(), b0.dtype());
+  FX_CHECK(t != boolean, "fx::matmul: not defined for bool");
+  Tensor a = a0.ndim() == 1 ? unsqueeze(a0, 0) : a0;
+  Tensor b = b0.ndim() == 1 ? unsqueeze(b0, 1) : b0;
+  int64_t k = a.shape()[a.ndim() - 1], k2 = b.shape()[b.ndim() - 2];
+  FX_CHECK(k == k2, "fx::matmul: ", a0.shape(), " @ ", b0.shape(), ": inner dimensions ", k,
+           " and ", k2, " differ");
+  a = astype(a, t);
+  b = astype(b, t);
+  if (a.ndim() > 2 || b.ndim() > 2) {
+    Shape ba(std::span<const int64_t>(a.shape().data(), a.ndim() - 2));
+    Shape bb(std::span<const int64_t>(b.shape().data(), b.ndim() - 2));
+    Shape batch = broadcast_shapes(ba, bb, "matmul");
+    Shape sa = batch, sb = batch;
+    sa.push_back(a.shape()[a.ndim() - 2]);
+    sa.push_back(k);
+    sb.push_back(k);
+    sb.push_back(b.shape()[b.ndim() - 1]);
+    a = expand(a, sa);
+    b = expand(b, sb);
+  }
+  Tensor y = bind(matmul_p, {a, b});
+  if (b0.ndim() == 1) y = squeeze(y, -1);
+  if (a0.ndim() == 1) y = squeeze(y, a0.ndim() == 1 && b0.ndim() == 1 ? 0 : -2);
+  return y;
+}
+
+Tensor dot(const Tensor& a, const Tensor& b) {
+  FX_CHECK(a.defined() && b.defined() && a.ndim() == 1 && b.ndim() == 1 &&
+               a.shape() == b.shape(),
+           "fx::dot: needs two 1-d tensors of equal length, got ",
+           a.defined() ? a.shape().to_string() : "undefined", " and ",
+           b.defined() ? b.shape().to_string() : "undefined");
+  return sum(a * b);
+}
+
+}  // namespace fx

@@ -1,0 +1,156 @@
+// Reductions: sum, max, min (differentiable) and argmax/argmin, plus composites on top.
+#include "fluxion/ops/reduce.hpp"
+
+#include "fluxion/ops/create.hpp"
+#include "fluxion/ops/elementwise.hpp"
+#include "fluxion/ops/primitives.hpp"
+#include "fluxion/ops/view.hpp"
+
+namespace fx {
+
+Axes::Axes(std::initializer_list<int64_t> axes) {
+  FX_CHECK(axes.size() <= size_t(kMaxDims), "fx::Axes: too many axes");
+  for (int64_t a : axes) a_[n_++] = a;
+}
+
+uint64_t Axes::mask(int ndim, const char* op) const {
+  if (n_ == 0) return ndim == 0 ? 0 : (uint64_t(1) << ndim) - 1;
+  uint64_t m = 0;
+  for (int k = 0; k < n_; ++k) {
+    int a = normalize_axis(a_[k], ndim, op);
+    FX_CHECK(!((m >> a) & 1u), op, ": axis ", a_[k], " given twice");
+    m |= uint64_t(1) << a;
+  }
+  return m;
+}
+
+namespace {
+
+Shape reduced_shape(const Shape& s, uint64_t mask, bool keepdim) {
+  Shape r;
+  for (int d = 0; d < s.size(); ++d) {
+    if (!((mask >> d) & 1u)) r.push_back(s[d]);
+    else if (keepdim) r.push_back(1);
+  }
+  return r;
+}
+
+// params: i[0] axes mask, i[1] keepdim; shape = input shape.
+Tensor reduce_forward(const Primitive& p, std::span<const Tensor> in, const Params& pr) {
+  Tensor out = Tensor::empty(reduced_shape(in[0].shape(), uint64_t(pr.i[0]), pr.i[1] != 0),
+                             in[0].dtype(), in[0].device());
+  dispatch({p, in, out, pr});
+  return out;
+}
+
+Tensor arg_forward(const Primitive& p, std::span<const Tensor> in, const Params& pr) {
+  Tensor out = Tensor::empty(reduced_shape(in[0].shape(), uint64_t(pr.i[0]), pr.i[1] != 0), i64,
+                             in[0].device());
+  dispatch({p, in, out, pr});
+  return out;
+}
+
+// A reduced tensor brought back to the input's rank (size-1 reduced axes), then expanded.
+Tensor unreduce(const Tensor& y, const Params& p) {
+  Shape keep = reduced_shape(p.shape, uint64_t(p.i[0]), true);
+  return expand(reshape(y, keep), p.shape);
+}
+
+void extremum_pullback(const PullbackArgs& a, const Tensor& dy, Tensor* dx) {
+  const Params& p = a.params();
+  const Tensor& x = a.input(0);
+  // Ties share the cotangent equally (as PyTorch's amax/amin do).
+  Tensor mask = astype(x == unreduce(a.output(), p), x.dtype());
+  Shape keep = reduced_shape(p.shape, uint64_t(p.i[0]), true);
+  Params keepdim = p;
+  keepdim.i[1] = 1;
+  Tensor count = bind(sum_p, {mask}, keepdim);
+  dx[0] = mask * expand(reshape(dy, keep) / count, p.shape);
+}
+
+Tensor reduce(Primitive& prim, const Tensor& x, const Axes& axes, bool keepdim) {
+  FX_CHECK(x.defined(), "fx::", prim.name, ": undefined tensor");
+  FX_CHECK(x.dtype() != boolean || &prim == &sum_p, "fx::", prim.name,
+           ": not defined for bool ", x.shape());
+  Params p;
+  p.i[0] = int64_t(axes.mask(x.ndim(), prim.name));
+  p.i[1] = keepdim;
+  p.shape = x.shape();
+  if (&prim != &sum_p && x.numel() == 0)
+    detail::fail("fx::", prim.name, ": reduction of an empty tensor ", x.shape());
+  return bind(prim, {x}, p);
+}
+
+}  // namespace
+
+Primitive sum_p{.name = "sum", .forward = reduce_forward,
+                .pullback = [](const PullbackArgs& a, const Tensor& dy, Tensor* dx) {
+                  dx[0] = unreduce(dy, a.params());
+                }};
+Primitive max_p{.name = "max", .forward = reduce_forward, .saves = saves::input(0) | saves::output,
+                .pullback = extremum_pullback};
+Primitive min_p{.name = "min", .forward = reduce_forward, .saves = saves::input(0) | saves::output,
+                .pullback = extremum_pullback};
+Primitive argmax_p{.name = "argmax", .forward = arg_forward};
+Primitive argmin_p{.name = "argmin", .forward = arg_forward};
+
+Tensor sum(const Tensor& x, Axes axes, bool keepdim) {
+  if (x.defined() && x.dtype() == boolean) return reduce(sum_p, astype(x, i64), axes, keepdim);
+  return reduce(sum_p, x, axes, keepdim);
+}
+Tensor max(const Tensor& x, Axes axes, bool keepdim) { return reduce(max_p, x, axes, keepdim); }
+Tensor min(const Tensor& x, Axes axes, bool keepdim) { return reduce(min_p, x, axes, keepdim); }
+
+Tensor mean(const Tensor& x, Axes axes, bool keepdim) {
+  FX_CHECK(x.defined(), "fx::mean: undefined tensor");
+  FX_CHECK(is_floating(x.dtype()), "fx::mean: needs a floating tensor, got ",
+           dtype_name(x.dtype()), " ", x.shape());
+  Tensor s = sum(x, axes, keepdim);
+  int64_t count = s.numel() == 0 ? 0 : x.numel() / s.numel();
+  return s * (1.0 / double(count));
+}
+
+Tensor logsumexp(const Tensor& x, Axes axes, bool keepdim) {
+  FX_CHECK(x.defined(), "fx::logsumexp: undefined tensor");
+  // Shifting by the (constant) max keeps exp from overflowing; the gradient is unaffected.
+  Tensor m = stop_gradient(max(x, axes, true));
+  Tensor r = log(sum(exp(x - m), axes, true)) + m;
+  if (keepdim) return r;
+  return reshape(r, reduced_shape(x.shape(), axes.mask(x.ndim(), "fx::logsumexp"), false));
+}
+
+static Tensor arg_reduce(Primitive& prim, const Tensor& x, int64_t axis, bool keepdim) {
+  FX_CHECK(x.defined(), "fx::", prim.name, ": undefined tensor");
+  FX_CHECK(x.ndim() > 0 && x.numel() > 0, "fx::", prim.name, ": needs a non-empty tensor, got ",
+           x.shape());
+  Params p;
+  p.i[0] = int64_t(uint64_t(1) << normalize_axis(axis, x.ndim(), prim.name));
+  p.i[1] = keepdim;
+  p.shape = x.shape();
+  return bind(prim, {x}, p);
+}
+Tensor argmax(const Tensor& x, int64_t axis, bool keepdim) {
+  return arg_reduce(argmax_p, x, axis, keepdim);
+}
+Tensor argmin(const Tensor& x, int64_t axis, bool keepdim) {
+  return arg_reduce(argmin_p, x, axis, keepdim);
+}
+
+Tensor sum_to(const Tensor& x, const Shape& shape) {
+  if (x.shape() == shape) return x;
+  int lead = x.ndim() - shape.size();
+  FX_CHECK(lead >= 0, "fx::sum_to: cannot sum ", x.shape(), " to ", shape);
+  uint64_t mask = 0;
+  for (int d = 0; d < x.ndim(); ++d) {
+    int sd = d - lead;
+    if (sd < 0 || (shape[sd] == 1 && x.shape()[d] != 1)) mask |= uint64_t(1) << d;
+    else FX_CHECK(shape[sd] == x.shape()[d], "fx::sum_to: cannot sum ", x.shape(), " to ", shape);
+  }
+  Params p;
+  p.i[0] = int64_t(mask);
+  p.i[1] = 1;
+  p.shape = x.shape();
+  return reshape(bind(sum_p, {x}, p), shape);
+}
+
+}  // namespace fx

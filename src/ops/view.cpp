@@ -1,0 +1,323 @@
+// Shape and layout primitives. reshape/permute/slice/expand are views (no kernel): their forward
+// only builds new strides. pad_slice (the adjoint of slice) and concat write memory.
+#include "fluxion/ops/view.hpp"
+
+#include <numeric>
+
+#include "fluxion/ops/create.hpp"
+#include "fluxion/ops/elementwise.hpp"
+#include "fluxion/ops/primitives.hpp"
+#include "fluxion/ops/reduce.hpp"
+
+namespace fx {
+namespace {
+
+Shape list_shape(const Params& p) { return Shape(p.list); }
+
+Tensor reshape_forward(const Primitive&, std::span<const Tensor> in, const Params& p) {
+  auto st = contiguous_strides(p.shape);
+  return make_view(in[0], p.shape, st.data(), in[0].offset());
+}
+
+Tensor permute_forward(const Primitive&, std::span<const Tensor> in, const Params& p) {
+  const Tensor& x = in[0];
+  Shape s;
+  int64_t st[kMaxDims];
+  for (int d = 0; d < p.shape.size(); ++d) {
+    s.push_back(x.shape()[int(p.shape[d])]);
+    st[d] = x.stride(int(p.shape[d]));
+  }
+  return make_view(x, s, st, x.offset());
+}
+
+// params: i[0] axis, i[1] start, i[2] length, i[3] step; shape = input shape.
+Tensor slice_forward(const Primitive&, std::span<const Tensor> in, const Params& p) {
+  const Tensor& x = in[0];
+  int axis = int(p.i[0]);
+  Shape s = x.shape();
+  s[axis] = p.i[2];
+  int64_t st[kMaxDims];
+  for (int d = 0; d < s.size(); ++d) st[d] = x.stride(d);
+  st[axis] *= p.i[3];
+  return make_view(x, s, st, x.offset() + p.i[1] * x.stride(axis));
+}
+
+Tensor pad_slice_forward(const Primitive& prim, std::span<const Tensor> in, const Params& p) {
+  Tensor out = Tensor::empty(p.shape, in[0].dtype(), in[0].device());
+  Params kp;
+  kp.i[0] = p.i[0];
+  kp.i[1] = p.i[1];
+  kp.i[2] = p.i[3];
+  dispatch({prim, in, out, kp});
+  return out;
+}
+
+Tensor expand_forward(const Primitive&, std::span<const Tensor> in, const Params& p) {
+  const Tensor& x = in[0];
+  int lead = p.shape.size() - x.ndim();
+  int64_t st[kMaxDims];
+  for (int d = 0; d < p.shape.size(); ++d) {
+    int xd = d - lead;
+    st[d] = (xd < 0 || (x.shape()[xd] == 1 && p.shape[d] != 1)) ? 0 : x.stride(xd);
+  }
+  return make_view(x, p.shape, st, x.offset());
+}
+
+Tensor concat_forward(const Primitive& prim, std::span<const Tensor> in, const Params& p) {
+  Shape s = in[0].shape();
+  s[int(p.i[0])] = std::accumulate(p.list.begin(), p.list.end(), int64_t(0));
+  Tensor out = Tensor::empty(s, in[0].dtype(), in[0].device());
+  dispatch({prim, in, out, p});
+  return out;
+}
+
+#define FX_PULLBACK [](const PullbackArgs& a, const Tensor& dy, Tensor* dx)
+
+}  // namespace
+
+Primitive reshape_p{.name = "reshape", .forward = reshape_forward,
+                    .pullback = FX_PULLBACK { dx[0] = reshape(dy, list_shape(a.params())); }};
+Primitive permute_p{.name = "permute", .forward = permute_forward, .pullback = FX_PULLBACK {
+                      const Shape& perm = a.params().shape;
+                      Shape inv = perm;
+                      for (int d = 0; d < perm.size(); ++d) inv[int(perm[d])] = d;
+                      dx[0] = permute(dy, inv);
+                    }};
+Primitive slice_p{.name = "slice", .forward = slice_forward, .pullback = FX_PULLBACK {
+                    Params p = a.params();
+                    dx[0] = bind(pad_slice_p, {dy}, p);
+                  }};
+// pad_slice(dy) = zeros(shape) with dy written at the slice: the adjoint of slice.
+Primitive pad_slice_p{.name = "pad_slice", .forward = pad_slice_forward,
+                      .pullback = FX_PULLBACK {
+                        const Params& p = a.params();
+                        dx[0] = slice(dy, p.i[0], p.i[1], p.i[1] + (p.i[2] - 1) * p.i[3] + 1,
+                                      p.i[3]);
+                      }};
+Primitive expand_p{.name = "expand", .forward = expand_forward,
+                   .pullback = FX_PULLBACK { dx[0] = sum_to(dy, list_shape(a.params())); }};
+Primitive concat_p{.name = "concat", .forward = concat_forward, .pullback = FX_PULLBACK {
+                     const Params& p = a.params();
+                     int64_t at = 0;
+                     for (size_t i = 0; i < p.list.size(); ++i) {
+                       if (a.wants(int(i))) dx[i] = slice(dy, p.i[0], at, at + p.list[i]);
+                       at += p.list[i];
+                     }
+                   }};
+#undef FX_PULLBACK
+
+Shape broadcast_shapes(const Shape& a, const Shape& b, const char* op) {
+  int n = std::max(a.size(), b.size());
+  Shape s;
+  s.resize(n);
+  for (int d = 0; d < n; ++d) {
+    int da = d - (n - a.size()), db = d - (n - b.size());
+    int64_t x = da >= 0 ? a[da] : 1, y = db >= 0 ? b[db] : 1;
+    FX_CHECK(x == y || x == 1 || y == 1, "fx::", op, ": shapes ", a, " and ", b,
+             " cannot broadcast");
+    s[d] = x == 1 ? y : x;
+  }
+  return s;
+}
+
+Tensor reshape(const Tensor& x, const Shape& shape) {
+  FX_CHECK(x.defined(), "fx::reshape: undefined tensor");
+  FX_CHECK(shape.numel() == x.numel(), "fx::reshape: cannot reshape ", x.shape(), " (",
+           x.numel(), " elements) to ", shape);
+  if (shape == x.shape()) return x;
+  Tensor c = contiguous(x);
+  Params p;
+  p.shape = shape;
+  p.list = c.shape().span();
+  return bind(reshape_p, {c}, p);
+}
+
+Tensor reshape(const Tensor& x, std::initializer_list<int64_t> dims) {
+  FX_CHECK(x.defined(), "fx::reshape: undefined tensor");
+  Shape s;
+  int infer = -1;
+  int64_t known = 1;
+  for (int64_t d : dims) {
+    if (d == -1) {
+      FX_CHECK(infer < 0, "fx::reshape: more than one -1 in the target shape for ", x.shape());
+      infer = s.size();
+      s.push_back(1);
+    } else {
+      FX_CHECK(d >= 0, "fx::reshape: negative dimension ", d, " for ", x.shape());
+      s.push_back(d);
+      known *= d;
+    }
+  }
+  if (infer >= 0) {
+    FX_CHECK(known > 0 && x.numel() % known == 0, "fx::reshape: cannot infer -1 reshaping ",
+             x.shape());
+    s[infer] = x.numel() / known;
+  }
+  return reshape(x, s);
+}
+
+Tensor flatten(const Tensor& x, int64_t start_axis) {
+  int start = normalize_axis(start_axis, x.ndim(), "fx::flatten");
+  Shape s;
+  for (int d = 0; d < start; ++d) s.push_back(x.shape()[d]);
+  int64_t rest = 1;
+  for (int d = start; d < x.ndim(); ++d) rest *= x.shape()[d];
+  s.push_back(rest);
+  return reshape(x, s);
+}
+
+Tensor permute(const Tensor& x, const Shape& axes) {
+  FX_CHECK(x.defined(), "fx::permute: undefined tensor");
+  FX_CHECK(axes.size() == x.ndim(), "fx::permute: ", axes.size(), " axes for shape ", x.shape());
+  bool seen[kMaxDims] = {};
+  bool identity = true;
+  for (int d = 0; d < axes.size(); ++d) {
+    FX_CHECK(axes[d] < x.ndim() && !seen[axes[d]], "fx::permute: ", axes,
+             " is not a permutation of the axes of ", x.shape());
+    seen[axes[d]] = true;
+    identity &= axes[d] == d;
+  }
+  if (identity) return x;
+  Params p;
+  p.shape = axes;
+  return bind(permute_p, {x}, p);
+}
+
+Tensor permute(const Tensor& x, std::initializer_list<int64_t> axes) {
+  Shape s;
+  for (int64_t a : axes) s.push_back(normalize_axis(a, x.ndim(), "fx::permute"));
+  return permute(x, s);
+}
+
+Tensor transpose(const Tensor& x, int64_t a, int64_t b) {
+  FX_CHECK(x.defined(), "fx::transpose: undefined tensor");
+  FX_CHECK(x.ndim() >= 2, "fx::transpose: needs at least 2 dimensions, got ", x.shape());
+  int i = normalize_axis(a, x.ndim(), "fx::transpose"), j = normalize_axis(b, x.ndim(), "fx::transpose");
+  Shape perm;
+  for (int d = 0; d < x.ndim(); ++d) perm.push_back(d);
+  std::swap(perm[i], perm[j]);
+  return permute(x, perm);
+}
+
+Tensor squeeze(const Tensor& x, int64_t axis) {
+  int a = normalize_axis(axis, x.ndim(), "fx::squeeze");
+  FX_CHECK(x.shape()[a] == 1, "fx::squeeze: axis ", axis, " of ", x.shape(), " is not 1");
+  Shape s;
+  for (int d = 0; d < x.ndim(); ++d)
+    if (d != a) s.push_back(x.shape()[d]);
+  return reshape(x, s);
+}
+
+Tensor unsqueeze(const Tensor& x, int64_t axis) {
+  int a = normalize_axis(axis, x.ndim() + 1, "fx::unsqueeze");
+  Shape s;
+  for (int d = 0; d < x.ndim(); ++d) {
+    if (d == a) s.push_back(1);
+    s.push_back(x.shape()[d]);
+  }
+  if (a == x.ndim()) s.push_back(1);
+  return reshape(x, s);
+}
+
+Tensor slice(const Tensor& x, int64_t axis, int64_t start, int64_t stop, int64_t step) {
+  FX_CHECK(x.defined(), "fx::slice: undefined tensor");
+  int a = normalize_axis(axis, x.ndim(), "fx::slice");
+  FX_CHECK(step >= 1, "fx::slice: step must be positive, got ", step);
+  int64_t n = x.shape()[a];
+  if (start < 0) start += n;
+  if (stop < 0) stop += n;
+  start = std::clamp<int64_t>(start, 0, n);
+  stop = std::clamp<int64_t>(stop, start, n);
+  int64_t len = (stop - start + step - 1) / step;
+  if (start == 0 && len == n && step == 1) return x;
+  Params p;
+  p.i[0] = a;
+  p.i[1] = start;
+  p.i[2] = len;
+  p.i[3] = step;
+  p.shape = x.shape();
+  return bind(slice_p, {x}, p);
+}
+
+Tensor select(const Tensor& x, int64_t axis, int64_t index) {
+  int a = normalize_axis(axis, x.ndim(), "fx::select");
+  int64_t n = x.shape()[a];
+  FX_CHECK(index >= -n && index < n, "fx::select: index ", index, " is out of range for axis ",
+           a, " of ", x.shape());
+  if (index < 0) index += n;
+  return squeeze(slice(x, a, index, index + 1), a);
+}
+
+Tensor expand(const Tensor& x, const Shape& shape) {
+  FX_CHECK(x.defined(), "fx::expand: undefined tensor");
+  if (x.shape() == shape) return x;
+  bool ok = shape.size() >= x.ndim();
+  for (int d = 0; ok && d < x.ndim(); ++d) {
+    int64_t xd = x.shape()[d], td = shape[d + shape.size() - x.ndim()];
+    ok = xd == td || xd == 1;
+  }
+  FX_CHECK(ok, "fx::expand: ", x.shape(), " cannot expand to ", shape);
+  Params p;
+  p.shape = shape;
+  p.list = x.shape().span();
+  return bind(expand_p, {x}, p);
+}
+
+Tensor contiguous(const Tensor& x) {
+  FX_CHECK(x.defined(), "fx::contiguous: undefined tensor");
+  if (x.is_contiguous()) return x;
+  return bind(copy_p, {x});
+}
+
+Tensor concat(const std::vector<Tensor>& xs, int64_t axis) {
+  FX_CHECK(!xs.empty(), "fx::concat: no tensors");
+  const Tensor& x0 = xs[0];
+  FX_CHECK(x0.defined(), "fx::concat: undefined tensor");
+  FX_CHECK(x0.ndim() > 0, "fx::concat: cannot concatenate 0-d tensors; use fx::stack");
+  int a = normalize_axis(axis, x0.ndim(), "fx::concat");
+  std::vector<int64_t> sizes;
+  std::vector<Tensor> ins;
+  ins.reserve(xs.size());
+  DType t = x0.dtype();
+  for (const Tensor& x : xs) t = promote(t, x.dtype());
+  for (const Tensor& x : xs) {
+    FX_CHECK(x.defined() && x.ndim() == x0.ndim(), "fx::concat: shapes ", x0.shape(), " and ",
+             x.defined() ? x.shape().to_string() : "undefined", " differ in rank");
+    for (int d = 0; d < x0.ndim(); ++d)
+      FX_CHECK(d == a || x.shape()[d] == x0.shape()[d], "fx::concat: shapes ", x0.shape(),
+               " and ", x.shape(), " differ outside axis ", a);
+    sizes.push_back(x.shape()[a]);
+    ins.push_back(astype(x, t));
+  }
+  if (ins.size() == 1) return ins[0];
+  Params p;
+  p.i[0] = a;
+  p.list = sizes;
+  return bind(concat_p, std::span<const Tensor>(ins), p);
+}
+
+Tensor stack(const std::vector<Tensor>& xs, int64_t axis) {
+  FX_CHECK(!xs.empty(), "fx::stack: no tensors");
+  FX_CHECK(xs[0].defined(), "fx::stack: undefined tensor");
+  int a = normalize_axis(axis, xs[0].ndim() + 1, "fx::stack");
+  std::vector<Tensor> parts;
+  for (const Tensor& x : xs) {
+    FX_CHECK(x.defined() && x.shape() == xs[0].shape(), "fx::stack: shapes ", xs[0].shape(),
+             " and ", x.defined() ? x.shape().to_string() : "undefined", " differ");
+    parts.push_back(unsqueeze(x, a));
+  }
+  return concat(parts, a);
+}
+
+// Tensor member helpers.
+Tensor Tensor::contiguous() const { return fx::contiguous(*this); }
+Tensor Tensor::reshape(const Shape& s) const { return fx::reshape(*this, s); }
+Tensor Tensor::reshape(std::initializer_list<int64_t> dims) const { return fx::reshape(*this, dims); }
+Tensor Tensor::t() const { return fx::transpose(*this, -2, -1); }
+Tensor Tensor::astype(DType t) const { return fx::astype(*this, t); }
+Tensor Tensor::clone() const {
+  FX_CHECK(defined(), "fx::Tensor::clone: undefined tensor");
+  return bind(copy_p, {*this});
+}
+
+}  // namespace fx
