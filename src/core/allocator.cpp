@@ -47,7 +47,7 @@ size_t class_bytes(int c) { return kAlign << c; }
 
 void* system_alloc(size_t n) {
   ++tc.stats.system_allocs;
-  void* p = std::aligned_alloc(kAlign, n);
+  void* p = std::aligned_alloc(kAlign, (n + kAlign - 1) / kAlign * kAlign);
   if (!p) throw std::bad_alloc();
   return p;
 }

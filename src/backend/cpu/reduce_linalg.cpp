@@ -21,10 +21,12 @@ bool sum(const KernelCall& c) {
   while (lead < nd && ((mask >> lead) & 1u)) ++lead;
   while (trail < nd && ((mask >> (nd - 1 - trail)) & 1u)) ++trail;
   const int nred = __builtin_popcountll(mask);
-  int64_t outer = 1, inner = 1;
-  bool prefix = lead == nred, suffix = trail == nred;
+  const bool suffix = trail == nred, prefix = lead == nred;
   if (!prefix && !suffix) return false;
-  for (int d = 0; d < nd; ++d) ((d < (prefix ? lead : nd - trail)) ? outer : inner) *= x.shape()[d];
+  // suffix: outer kept dims, inner reduced; prefix: outer reduced dims, inner kept.
+  const int split = suffix ? nd - trail : lead;
+  int64_t outer = 1, inner = 1;
+  for (int d = 0; d < nd; ++d) (d < split ? outer : inner) *= x.shape()[d];
   auto run = [&]<class T>() {
     const T* xp = x.data<T>();
     T* op = c.out.data<T>();

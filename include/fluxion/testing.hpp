@@ -1,0 +1,8 @@
+// Test helpers for fluxion and for users' own layers and rules: gradcheck, seeded tensors,
+// error-message checks.
+//
+//   #include <fluxion/testing.hpp>
+//   EXPECT_TRUE(fx::testing::gradcheck(loss, model, x));
+#pragma once
+#include "fluxion/testing/gradcheck.hpp"
+#include "fluxion/testing/helpers.hpp"

@@ -1,0 +1,155 @@
+// Gradient checking: compares reverse-mode derivatives with central finite differences in f64,
+// along random directions, up to second order.
+//
+//   auto f = [](const fx::Tensor& x, const fx::Tensor& w) { return fx::tanh(fx::matmul(x, w)); };
+//   auto r = fx::testing::gradcheck(f, x, w);          // every tensor leaf promoted to f64
+//   EXPECT_TRUE(r) << r;                                // prints analytic vs numeric on failure
+//
+// For a function y = f(x) it draws a cotangent u and a direction v and checks
+//   <u, J v>  (reverse:  <back(u), v>)   against   <u, f(x + eps v) - f(x - eps v)> / (2 eps).
+// With order 2 it then checks h(x) = <back_x(u), w> the same way, which differentiates the
+// pullback itself (gradient of gradient). Arguments may be tensors, numbers or FX_FIELDS
+// structs; only floating tensor leaves are perturbed.
+#pragma once
+#include <cmath>
+#include <ostream>
+#include <sstream>
+#include <string>
+
+#include "fluxion/ad/reverse.hpp"
+#include "fluxion/ops.hpp"
+
+namespace fx::testing {
+
+struct GradcheckOptions {
+  int order = 2;
+  double eps = 1e-6;
+  double rtol = 1e-6;
+  double atol = 1e-9;
+  uint64_t seed = 0x9c;
+};
+
+struct GradcheckResult {
+  bool ok = true;
+  std::string message;
+  explicit operator bool() const { return ok; }
+  friend std::ostream& operator<<(std::ostream& os, const GradcheckResult& r) {
+    return os << r.message;
+  }
+};
+
+namespace detail {
+
+// A copy of x with every floating tensor leaf converted to f64.
+template <class T>
+T promote_f64(const T& x) {
+  T y = x;
+  zip_tensors([](Tensor& t) {
+    if (t.defined() && is_floating(t.dtype())) t = astype(t, f64).clone();
+  }, y);
+  return y;
+}
+
+// A random structure like x (floating leaves only; others untouched).
+template <class T>
+T random_like(const T& x, Generator& gen) {
+  T y = x;
+  zip_tensors([&](Tensor& t) {
+    if (t.defined() && is_floating(t.dtype())) t = randn(t.shape(), gen, f64);
+  }, y);
+  return y;
+}
+
+// x + s * v over floating leaves.
+template <class T>
+T axpy(const T& x, double s, const T& v) {
+  T y = x;
+  zip_tensors([&](Tensor& t, const Tensor& d) {
+    if (t.defined() && is_floating(t.dtype())) t = t + d * s;
+  }, y, v);
+  return y;
+}
+
+// sum over floating leaves of sum(a * b), as a 0-d tensor (differentiable).
+template <class T>
+Tensor inner(const T& a, const T& b) {
+  Tensor acc = scalar(0, f64);
+  zip_tensors([&](const Tensor& x, const Tensor& y) {
+    if (x.defined() && y.defined() && is_floating(x.dtype())) acc = acc + sum(x * y);
+  }, a, b);
+  return acc;
+}
+
+template <class F, class... Args>
+GradcheckResult check_first_order(F& f, const GradcheckOptions& o, Generator& gen,
+                                  const Args&... xs) {
+  auto [y, back] = pullback(f, xs...);
+  FX_CHECK(y.defined() && is_floating(y.dtype()), "fx::testing::gradcheck: f must return a "
+                                                  "floating tensor");
+  Tensor u = randn(y.shape(), gen, f64);
+  auto vs = std::make_tuple(random_like(xs, gen)...);
+  auto gs = back(u);
+  std::tuple<Args...> gt;
+  if constexpr (sizeof...(Args) == 1) std::get<0>(gt) = gs;
+  else gt = gs;
+  double analytic = 0;
+  [&]<size_t... I>(std::index_sequence<I...>) {
+    ((analytic += inner(std::get<I>(gt), std::get<I>(vs)).item()), ...);
+  }(std::index_sequence_for<Args...>{});
+  auto eval = [&](double s) {
+    return std::apply([&](const auto&... v) { return sum(f(axpy(xs, s, v)...) * u).item(); }, vs);
+  };
+  double numeric = (eval(o.eps) - eval(-o.eps)) / (2 * o.eps);
+  GradcheckResult r;
+  double tol = o.atol + o.rtol * std::max(std::abs(analytic), std::abs(numeric)) +
+               1e-7 * std::max(1.0, std::abs(eval(0)));
+  r.ok = std::isfinite(analytic) && std::abs(analytic - numeric) <= tol;
+  std::ostringstream os;
+  os << "gradcheck: <u, J v> analytic " << analytic << " vs numeric " << numeric << " (|diff| "
+     << std::abs(analytic - numeric) << ", tolerance " << tol << ")";
+  r.message = os.str();
+  return r;
+}
+
+}  // namespace detail
+
+template <class F, class... Args>
+GradcheckResult gradcheck(F f, const GradcheckOptions& o, const Args&... args) {
+  Generator gen(o.seed);
+  auto run = [&](const auto&... xs) {
+    GradcheckResult r = detail::check_first_order(f, o, gen, xs...);
+    if (!r.ok || o.order < 2) return r;
+    // Second order: h(x) = <d/dx <u, f(x)>, w> differentiated again.
+    Tensor u;
+    {
+      Tensor y0 = f(xs...);
+      u = randn(y0.shape(), gen, f64);
+    }
+    auto ws = std::make_tuple(detail::random_like(xs, gen)...);
+    auto h = [&](const auto&... zs) {
+      auto [y, back] = pullback(f, zs...);
+      auto gs = back(u);
+      std::tuple<std::decay_t<decltype(zs)>...> gt;
+      if constexpr (sizeof...(zs) == 1) std::get<0>(gt) = gs;
+      else gt = gs;
+      Tensor acc = scalar(0, f64);
+      [&]<size_t... I>(std::index_sequence<I...>) {
+        ((acc = acc + detail::inner(std::get<I>(gt), std::get<I>(ws))), ...);
+      }(std::index_sequence_for<Args...>{});
+      return acc;
+    };
+    GradcheckOptions o1 = o;
+    o1.order = 1;
+    GradcheckResult r2 = detail::check_first_order(h, o1, gen, xs...);
+    r2.message = "second order: " + r2.message + "; first order: " + r.message;
+    return r2;
+  };
+  return run(detail::promote_f64(args)...);
+}
+
+template <class F, class... Args>
+GradcheckResult gradcheck(F f, const Args&... args) {
+  return gradcheck(std::move(f), GradcheckOptions{}, args...);
+}
+
+}  // namespace fx::testing
