@@ -1,0 +1,37 @@
+#!/usr/bin/env bash
+# Builds fluxion and runs every test: the plain suite (with libtorch oracle tests), the layering
+# and self-contained-header checks, then the suite again under AddressSanitizer + UBSan.
+# Installs its dependencies on a fresh Debian 12 (as root). Safe to re-run.
+#
+#   ./scripts/test.sh            # everything
+#   FLUXION_SKIP_SANITIZE=1 ./scripts/test.sh   # quicker local loop
+set -euo pipefail
+cd "$(dirname "$0")/.."
+jobs=$(nproc)
+
+./scripts/deps.sh
+
+echo "== checks"
+./scripts/check_layers.sh
+./scripts/check_headers.sh
+
+echo "== build (Release)"
+cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=Release >/dev/null
+cmake --build build -j "$jobs"
+
+echo "== tests (Release)"
+ctest --test-dir build -j "$jobs" --output-on-failure --timeout 600
+
+echo "== overhead benchmark (informational; timings are never asserted)"
+./build/bench/overhead
+
+if [[ -z "${FLUXION_SKIP_SANITIZE:-}" ]]; then
+  echo "== build (ASan + UBSan)"
+  cmake -S . -B build-asan -G Ninja -DCMAKE_BUILD_TYPE=Debug -DFLUXION_SANITIZE=ON \
+    -DFLUXION_BENCH=OFF -DFLUXION_EXAMPLES=OFF -DCMAKE_CXX_FLAGS="-O1" >/dev/null
+  cmake --build build-asan -j "$jobs" --target fluxion_tests
+  echo "== tests (ASan + UBSan)"
+  ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 \
+    ctest --test-dir build-asan -j "$jobs" --output-on-failure --timeout 900
+fi
+echo "== all tests passed"
