@@ -22,6 +22,12 @@ cmake --build build -j "$jobs"
 echo "== tests (Release)"
 ctest --test-dir build -j "$jobs" --output-on-failure --timeout 600
 
+echo "== install + find_package(fluxion) from a downstream project"
+cmake --install build --prefix build/install >/dev/null
+cmake -S tests/install -B build/consumer -G Ninja -DCMAKE_PREFIX_PATH="$PWD/build/install" >/dev/null
+cmake --build build/consumer >/dev/null
+./build/consumer/consumer
+
 echo "== overhead benchmark (informational; timings are never asserted)"
 ./build/bench/overhead
 
