@@ -7,6 +7,10 @@
 //       [&](const auto& m) { return fx::logitcrossentropy(m(xb), yb); }, model);  // grad: a model
 //   auto [ga, gb] = fx::gradient(g2, a, b);                  // several arguments: a tuple
 //
+// Scalar code: when every argument is a number (or a std::vector/std::array of numbers) and f is
+// generic, f runs with fx::Real (scalar.hpp) instead of tensors:
+//   double d = fx::gradient([](auto x) { return x * sin(x); }, 1.0);
+//
 // Arguments may be tensors, numbers (the gradient is a number) or any structure of them:
 // structs declaring FX_FIELDS, std::vector, std::array, std::tuple, std::pair, std::optional and
 // map values. The gradient has the argument's type and shape; a leaf nothing flowed into holds
@@ -19,6 +23,7 @@
 #include <type_traits>
 #include <utility>
 
+#include "fluxion/ad/scalar.hpp"
 #include "fluxion/ad/tape.hpp"
 #include "fluxion/core/fields.hpp"
 #include "fluxion/ops/create.hpp"
@@ -33,6 +38,80 @@ template <class T>
 lifted_t<T> lift(const T& x) {
   if constexpr (std::is_arithmetic_v<T>) return scalar(double(x), std::is_same_v<T, float> ? f32 : f64);
   else return x;
+}
+
+// ---- scalar code: numbers (and vectors/arrays of them) passed to a generic function are
+// instantiated as fx::Real and differentiated on the scalar tape.
+template <class T>
+struct real_of {
+  using type = void;
+};
+template <class T>
+  requires std::is_arithmetic_v<T>
+struct real_of<T> {
+  using type = Real;
+};
+template <class T, class A>
+  requires(!std::is_void_v<typename real_of<T>::type>)
+struct real_of<std::vector<T, A>> {
+  using type = std::vector<typename real_of<T>::type>;
+};
+template <class T, size_t N>
+  requires(!std::is_void_v<typename real_of<T>::type>)
+struct real_of<std::array<T, N>> {
+  using type = std::array<typename real_of<T>::type, N>;
+};
+template <class T>
+using real_t = typename real_of<T>::type;
+
+// Scalar AD applies when every argument is numeric and f can take Reals: a generic callable
+// (template call operator) is assumed to; a non-generic one is asked.
+template <class F, class... Args>
+constexpr bool use_scalar_ad() {
+  if constexpr (!(!std::is_void_v<real_t<Args>> && ...)) {
+    return false;
+  } else if constexpr (requires { &std::decay_t<F>::operator(); } ||
+                       std::is_pointer_v<std::decay_t<F>> || std::is_function_v<F>) {
+    return std::is_invocable_v<F&, real_t<Args>&...>;
+  } else {
+    return true;
+  }
+}
+
+template <class T>
+real_t<T> to_real(const T& x, ScalarRecording& rec) {
+  if constexpr (std::is_arithmetic_v<T>) {
+    return rec.variable(double(x));
+  } else {
+    real_t<T> r{};
+    if constexpr (requires { r.resize(x.size()); }) r.resize(x.size());
+    for (size_t i = 0; i < x.size(); ++i) r[i] = to_real(x[i], rec);
+    return r;
+  }
+}
+
+template <class T>
+T adjoint_of(const T& x, const real_t<T>& r, const std::vector<double>& adj) {
+  if constexpr (std::is_arithmetic_v<T>) {
+    return static_cast<T>(adj[r.index()]);
+  } else {
+    T g = x;
+    for (size_t i = 0; i < x.size(); ++i) g[i] = adjoint_of(x[i], r[i], adj);
+    return g;
+  }
+}
+
+// Runs f on Real copies of args; returns (value, gradients shaped like args).
+template <class F, class... Args>
+auto scalar_value_and_gradient(F&& f, const Args&... args) {
+  ScalarRecording rec;
+  std::tuple<real_t<Args>...> xs{to_real(args, rec)...};
+  Real y = std::apply(std::forward<F>(f), xs);
+  const std::vector<double>& adj = rec.adjoints(y);
+  auto grads = [&]<size_t... I>(std::index_sequence<I...>) {
+    return std::tuple<Args...>{adjoint_of(args, std::get<I>(xs), adj)...};
+  }(std::index_sequence_for<Args...>{});
+  return std::pair{y.value(), std::move(grads)};
 }
 
 // The result a user gets: the single gradient, or a tuple of them for several arguments.
@@ -129,6 +208,13 @@ inline void check_scalar_output(const Tensor& y, const char* op) {
 // the one-element loss and the rest auxiliary outputs (returned unchanged in .val).
 template <class F, class... Args>
 auto withgradient(F&& f, const Args&... args) {
+  if constexpr (ad::detail::use_scalar_ad<F, Args...>()) {
+    auto [y, grads] = ad::detail::scalar_value_and_gradient(std::forward<F>(f), args...);
+    if constexpr (sizeof...(Args) == 1)
+      return WithGradient<double, Args...>{y, std::get<0>(std::move(grads))};
+    else
+      return WithGradient<double, std::tuple<Args...>>{y, std::move(grads)};
+  } else {
   auto [result, rec] = ad::detail::record_call(std::forward<F>(f), args...);
   const Tensor& y = ad::detail::primary(result);
   ad::detail::check_scalar_output(y, "withgradient");
@@ -136,15 +222,22 @@ auto withgradient(F&& f, const Args&... args) {
   auto grad = back(ones_like(y));
   return WithGradient<std::decay_t<decltype(result)>, decltype(grad)>{std::move(result),
                                                                       std::move(grad)};
+  }
 }
 
 // The gradient of a function returning a one-element tensor, shaped like the arguments.
 template <class F, class... Args>
 auto gradient(F&& f, const Args&... args) {
-  auto [result, rec] = ad::detail::record_call(std::forward<F>(f), args...);
-  const Tensor& y = ad::detail::primary(result);
-  ad::detail::check_scalar_output(y, "gradient");
-  return Back<Args...>(rec, y, std::tuple<Args...>(args...))(ones_like(y));
+  if constexpr (ad::detail::use_scalar_ad<F, Args...>()) {
+    auto grads = ad::detail::scalar_value_and_gradient(std::forward<F>(f), args...).second;
+    if constexpr (sizeof...(Args) == 1) return std::get<0>(std::move(grads));
+    else return grads;
+  } else {
+    auto [result, rec] = ad::detail::record_call(std::forward<F>(f), args...);
+    const Tensor& y = ad::detail::primary(result);
+    ad::detail::check_scalar_output(y, "gradient");
+    return Back<Args...>(rec, y, std::tuple<Args...>(args...))(ones_like(y));
+  }
 }
 
 }  // namespace fx
