@@ -63,27 +63,41 @@ constexpr std::string_view field_name(std::string_view names, size_t i) {
 
 // Calls fn(x_leaf, y_leaf...) for each tensor leaf of x, with the leaves at the same place in ys.
 template <class Fn, class T, class... Ts>
+void zip_tensors(Fn&& fn, T& x, Ts&... ys);
+
+namespace detail {
+// Element I of x and of each y (tuples, pairs, or the std::tie of FX_FIELDS), walked in lockstep.
+// Plain function templates rather than nested generic lambdas: GCC 12 crashes on the latter.
+template <size_t I, class Fn, class TX, class... TYs>
+void zip_element(Fn& fn, TX& tx, TYs&... tys) {
+  zip_tensors(fn, std::get<I>(tx), std::get<I>(tys)...);
+}
+template <class Fn, size_t... I, class TX, class... TYs>
+void zip_elements(Fn& fn, std::index_sequence<I...>, TX& tx, TYs&... tys) {
+  (zip_element<I>(fn, tx, tys...), ...);
+}
+template <class Fn, class TX, class... TYs>
+void zip_fields_of(Fn& fn, TX& tx, TYs... tys) {  // tys: std::tie tuples (cheap copies)
+  zip_elements(fn, std::make_index_sequence<std::tuple_size_v<TX>>{}, tx, tys...);
+}
+inline void check_same_size(size_t a, size_t b) {
+  if (a != b) fail("fx::zip_tensors: containers of sizes ", a, " and ", b, " differ");
+}
+}  // namespace detail
+
+template <class Fn, class T, class... Ts>
 void zip_tensors(Fn&& fn, T& x, Ts&... ys) {
   using U = std::remove_cvref_t<T>;
   if constexpr (std::is_same_v<U, Tensor>) {
     fn(x, ys...);
   } else if constexpr (HasFields<U>) {
     auto tx = x.fx_fields();
-    auto tys = std::make_tuple(ys.fx_fields()...);
-    [&]<size_t... I>(std::index_sequence<I...>) {
-      (std::apply([&](auto&... ty) { zip_tensors(fn, std::get<I>(tx), std::get<I>(ty)...); },
-                  tys),
-       ...);
-    }(std::make_index_sequence<std::tuple_size_v<decltype(tx)>>{});
+    detail::zip_fields_of(fn, tx, ys.fx_fields()...);
   } else if constexpr (detail::is_vector<U>::value || detail::is_std_array<U>::value) {
-    ((ys.size() == x.size() ? void() : detail::fail("fx::zip_tensors: containers of sizes ",
-                                                    x.size(), " and ", ys.size(), " differ")),
-     ...);
+    (detail::check_same_size(x.size(), ys.size()), ...);
     for (size_t i = 0; i < x.size(); ++i) zip_tensors(fn, x[i], ys[i]...);
   } else if constexpr (detail::is_tuple_like<U>::value) {
-    [&]<size_t... I>(std::index_sequence<I...>) {
-      (zip_tensors(fn, std::get<I>(x), std::get<I>(ys)...), ...);
-    }(std::make_index_sequence<std::tuple_size_v<U>>{});
+    detail::zip_elements(fn, std::make_index_sequence<std::tuple_size_v<U>>{}, x, ys...);
   } else if constexpr (detail::is_optional<U>::value) {
     if (!x.has_value()) return;
     ((ys.has_value() ? void() : detail::fail("fx::zip_tensors: optional values differ")), ...);
@@ -100,25 +114,36 @@ void for_each_tensor(T& x, Fn&& fn) {
 
 // Calls fn(path, leaf) with a dotted path such as "layers.0.weight" for each tensor leaf.
 template <class T, class Fn>
-void for_each_named_tensor(T& x, Fn&& fn, const std::string& prefix = "") {
+void for_each_named_tensor(T& x, Fn&& fn, const std::string& prefix = "");
+
+namespace detail {
+inline std::string join_path(const std::string& prefix, std::string_view part) {
+  return prefix.empty() ? std::string(part) : prefix + "." + std::string(part);
+}
+template <class U, class Fn, class TX, size_t... I>
+void named_fields(TX& tx, Fn& fn, const std::string& prefix, std::index_sequence<I...>) {
+  (for_each_named_tensor(std::get<I>(tx), fn, join_path(prefix, field_name(U::fx_field_names(), I))),
+   ...);
+}
+template <class Fn, class TX, size_t... I>
+void named_elements(TX& tx, Fn& fn, const std::string& prefix, std::index_sequence<I...>) {
+  (for_each_named_tensor(std::get<I>(tx), fn, join_path(prefix, std::to_string(I))), ...);
+}
+}  // namespace detail
+
+template <class T, class Fn>
+void for_each_named_tensor(T& x, Fn&& fn, const std::string& prefix) {
   using U = std::remove_cvref_t<T>;
-  auto join = [&](std::string_view part) {
-    return prefix.empty() ? std::string(part) : prefix + "." + std::string(part);
-  };
   if constexpr (std::is_same_v<U, Tensor>) {
     fn(prefix, x);
   } else if constexpr (HasFields<U>) {
     auto tx = x.fx_fields();
-    [&]<size_t... I>(std::index_sequence<I...>) {
-      (for_each_named_tensor(std::get<I>(tx), fn, join(detail::field_name(U::fx_field_names(), I))),
-       ...);
-    }(std::make_index_sequence<std::tuple_size_v<decltype(tx)>>{});
+    detail::named_fields<U>(tx, fn, prefix, std::make_index_sequence<std::tuple_size_v<decltype(tx)>>{});
   } else if constexpr (detail::is_vector<U>::value || detail::is_std_array<U>::value) {
-    for (size_t i = 0; i < x.size(); ++i) for_each_named_tensor(x[i], fn, join(std::to_string(i)));
+    for (size_t i = 0; i < x.size(); ++i)
+      for_each_named_tensor(x[i], fn, detail::join_path(prefix, std::to_string(i)));
   } else if constexpr (detail::is_tuple_like<U>::value) {
-    [&]<size_t... I>(std::index_sequence<I...>) {
-      (for_each_named_tensor(std::get<I>(x), fn, join(std::to_string(I))), ...);
-    }(std::make_index_sequence<std::tuple_size_v<U>>{});
+    detail::named_elements(x, fn, prefix, std::make_index_sequence<std::tuple_size_v<U>>{});
   } else if constexpr (detail::is_optional<U>::value) {
     if (x.has_value()) for_each_named_tensor(*x, fn, prefix);
   } else if constexpr (detail::is_map<U>::value) {
@@ -126,7 +151,7 @@ void for_each_named_tensor(T& x, Fn&& fn, const std::string& prefix = "") {
       std::string key;
       if constexpr (std::is_convertible_v<decltype(k), std::string>) key = k;
       else key = std::to_string(k);
-      for_each_named_tensor(v, fn, join(key));
+      for_each_named_tensor(v, fn, detail::join_path(prefix, key));
     }
   }
 }
