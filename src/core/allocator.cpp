@@ -140,6 +140,14 @@ AllocatorStats allocator_stats() {
   return s;
 }
 
+bool allocator_caches() {
+#ifdef FLUXION_NO_POOL
+  return false;
+#else
+  return true;
+#endif
+}
+
 void empty_cache() {
   for (auto& bin : tc.bins) {
     while (bin) {

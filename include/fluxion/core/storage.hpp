@@ -45,6 +45,7 @@ struct AllocatorStats {
   size_t cached_bytes = 0;     // bytes held for reuse
 };
 AllocatorStats allocator_stats();
+bool allocator_caches();  // false in sanitizer builds, where every buffer goes to malloc/free
 void empty_cache();  // returns every cached buffer of this thread to the system
 
 }  // namespace fx
