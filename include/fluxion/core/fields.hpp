@@ -99,11 +99,16 @@ void zip_tensors(Fn&& fn, T& x, Ts&... ys) {
   } else if constexpr (detail::is_tuple_like<U>::value) {
     detail::zip_elements(fn, std::make_index_sequence<std::tuple_size_v<U>>{}, x, ys...);
   } else if constexpr (detail::is_optional<U>::value) {
-    if (!x.has_value()) return;
-    ((ys.has_value() ? void() : detail::fail("fx::zip_tensors: optional values differ")), ...);
-    zip_tensors(fn, *x, *ys...);
+    ((ys.has_value() == x.has_value() ? void()
+                                      : detail::fail("fx::zip_tensors: optional values differ")),
+     ...);
+    if (x.has_value()) zip_tensors(fn, *x, *ys...);
   } else if constexpr (detail::is_map<U>::value) {
-    for (auto& [k, v] : x) zip_tensors(fn, v, ys.at(k)...);
+    (detail::check_same_size(x.size(), ys.size()), ...);
+    for (auto& [k, v] : x) {
+      ((ys.count(k) ? void() : detail::fail("fx::zip_tensors: a map key is missing")), ...);
+      zip_tensors(fn, v, ys.find(k)->second...);
+    }
   }
 }
 

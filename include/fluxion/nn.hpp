@@ -1,0 +1,12 @@
+// Layers, activations, losses, initialisers and structural traversal.
+//
+//   #include <fluxion/nn.hpp>
+//   auto model = fx::nn::Chain(fx::nn::Dense(784, 256, fx::relu), fx::nn::Dense(256, 10));
+//   auto loss = fx::logitcrossentropy(model(x), labels);
+#pragma once
+#include "fluxion/nn/activations.hpp"
+#include "fluxion/nn/chain.hpp"
+#include "fluxion/nn/dense.hpp"
+#include "fluxion/nn/functors.hpp"
+#include "fluxion/nn/init.hpp"
+#include "fluxion/nn/losses.hpp"

@@ -1,0 +1,9 @@
+// Optimisation rules with Optimisers.jl's setup/update interface.
+//
+//   #include <fluxion/optim.hpp>
+//   auto opt = fx::optim::setup(fx::optim::Adam{.lr = 1e-3}, model);
+//   fx::optim::update(opt, model, grad);
+#pragma once
+#include "fluxion/optim/elementwise.hpp"
+#include "fluxion/optim/rules.hpp"
+#include "fluxion/optim/update.hpp"

@@ -1,0 +1,91 @@
+// The loop every optimisation rule runs: one fused pass over a parameter, its gradient and any
+// per-parameter state tensors, writing the parameter in place.
+//
+//   // Inside a rule's apply (see fluxion/optim/update.hpp for the whole rule concept):
+//   fx::optim::foreach_element("SignDescent", param, grad, [lr = lr](auto& x, auto dx) {
+//     x -= decltype(dx)(lr) * ((dx > 0) - (dx < 0));
+//   });
+//   fx::optim::foreach_element("Momentum", param, grad, [=](auto& x, auto dx, auto& v) {
+//     v = decltype(dx)(rho) * v + decltype(dx)(lr) * dx;  x -= v;
+//   }, state.velocity);
+//
+// fn(x, dx, s...) is called once per element with x and s... as references into the parameter
+// and state tensors and dx by value, all of the parameter's type (float or double). It must
+// touch only its own element: the loop runs vectorised, and across threads for large tensors.
+// The gradient may be any view: a contiguous one is read in place, a broadcast scalar (the
+// allocation-free zero a gradient holds where nothing flowed) is read through stride 0, anything
+// else is copied once. Parameters and state must be contiguous CPU tensors of the parameter's
+// dtype; the parameter's storage version is bumped so a tape holding it notices the write.
+#pragma once
+#include <concepts>
+#include <cstdint>
+#include <string>
+
+#include "fluxion/core/tensor.hpp"
+#include "fluxion/ops/elementwise.hpp"
+#include "fluxion/ops/view.hpp"
+
+namespace fx::optim {
+namespace detail {
+
+// ~250 us of Adam work on one core: a thread team costs far less, and on a busy machine a team
+// that must wait for a descheduled thread costs far more than the split saves below that.
+inline constexpr int64_t kParallelMin = int64_t(1) << 18;
+
+template <bool Broadcast, class T, class Fn, class... S>
+void run_elements(int64_t n, Fn& fn, T* x, const T* dx, S*... s) {
+#if defined(_OPENMP)
+#pragma omp parallel for simd if (parallel : n >= kParallelMin) schedule(static)
+#endif
+  for (int64_t i = 0; i < n; ++i) fn(x[i], Broadcast ? dx[0] : dx[i], s[i]...);
+}
+
+inline bool is_broadcast_scalar(const Tensor& g) {
+  for (int d = 0; d < g.ndim(); ++d)
+    if (g.stride(d) != 0 && g.shape()[d] != 1) return false;
+  return true;
+}
+
+inline void check_operand(const char* rule, const Tensor& param, const Tensor& t,
+                          const char* what) {
+  FX_CHECK(t.defined() && t.shape() == param.shape() && t.dtype() == param.dtype() &&
+               t.device() == param.device() && t.is_contiguous(),
+           "fx::optim::", rule, ": ", what, " ",
+           t.defined() ? std::string(dtype_name(t.dtype())) + " " + t.shape().to_string()
+                       : std::string("undefined"),
+           " must be a contiguous tensor like the parameter ", dtype_name(param.dtype()), " ",
+           param.shape());
+}
+
+}  // namespace detail
+
+template <class Fn, std::same_as<Tensor>... S>
+void foreach_element(const char* rule, const Tensor& param, const Tensor& grad, Fn&& fn,
+                     const S&... state) {
+  FX_CHECK(param.defined() && is_floating(param.dtype()), "fx::optim::", rule,
+           ": parameters must be floating tensors, got ",
+           param.defined() ? std::string(dtype_name(param.dtype())) : std::string("undefined"));
+  FX_CHECK(param.device() == Device::cpu, "fx::optim::", rule, ": parameter ", param.shape(),
+           " on ", device_name(param.device()), ": only CPU parameters are supported");
+  // Writing through data<T>() is only right when the parameter's elements are dense.
+  FX_CHECK(param.is_contiguous(), "fx::optim::", rule, ": parameter ", param.shape(),
+           " is a strided view; parameters must be contiguous");
+  FX_CHECK(grad.defined() && grad.shape() == param.shape(), "fx::optim::", rule, ": gradient ",
+           grad.defined() ? grad.shape().to_string() : std::string("undefined"),
+           " does not match parameter ", param.shape());
+  (detail::check_operand(rule, param, state, "state"), ...);
+  Tensor g = grad.dtype() == param.dtype() ? grad : astype(grad, param.dtype());
+  const bool broadcast = detail::is_broadcast_scalar(g);
+  if (!broadcast && !g.is_contiguous()) g = contiguous(g);
+  const int64_t n = param.numel();
+  if (n == 0) return;
+  visit_floating(param.dtype(), rule, [&]<class T>() {
+    if (broadcast)
+      detail::run_elements<true>(n, fn, param.data<T>(), g.data<T>(), state.template data<T>()...);
+    else
+      detail::run_elements<false>(n, fn, param.data<T>(), g.data<T>(), state.template data<T>()...);
+  });
+  ++param.storage()->version;
+}
+
+}  // namespace fx::optim

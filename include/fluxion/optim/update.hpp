@@ -1,0 +1,125 @@
+// Optimisers.jl's interface: a rule is plain data, `setup` builds per-parameter state for a
+// model, `update` applies one step to the model's parameters in place.
+//
+//   auto model = fx::nn::Chain(fx::nn::Dense(784, 256, fx::relu), fx::nn::Dense(256, 10));
+//   auto opt = fx::optim::setup(fx::optim::Adam{.lr = 1e-3}, model);
+//   auto [loss, grad] = fx::withgradient(
+//       [&](const auto& m) { return fx::logitcrossentropy(m(x), y); }, model);
+//   fx::optim::update(opt, model, grad);      // grad has the model's structure
+//   opt.rule.lr = 1e-4;                        // the rule is plain data: adjust it any time
+//
+// A rule is any copyable type R with
+//   S    init(const fx::Tensor& param) const;                                 // state for one leaf
+//   void apply(S& state, const fx::Tensor& param, const fx::Tensor& grad) const;  // write param
+// where apply writes the parameter in place, usually through fx::optim::foreach_element
+// (fluxion/optim/elementwise.hpp), as the built-in rules in fluxion/optim/rules.hpp do:
+//
+//   struct SignDescent {
+//     double lr = 0.01;
+//     struct State {};
+//     State init(const fx::Tensor&) const { return {}; }
+//     void apply(State&, const fx::Tensor& p, const fx::Tensor& g) const {
+//       fx::optim::foreach_element("SignDescent", p, g, [lr = lr](auto& x, auto dx) {
+//         x -= decltype(dx)(lr) * ((dx > 0) - (dx < 0)); });
+//     }
+//   };
+//
+// State is kept per trainable leaf (defined floating tensors) in the order fx::for_each_tensor
+// visits them; a state type that declares FX_FIELDS is walked like a model (save/load). Before
+// anything is written, update checks that the model still has the leaves and shapes it had at
+// setup and that each gradient leaf matches its parameter, so a mismatch throws fx::Error and
+// leaves the model untouched. An undefined gradient leaf means "no gradient": that leaf and its
+// state are left alone (a zero gradient, by contrast, still decays Momentum and Adam state).
+#pragma once
+#include <concepts>
+#include <string>
+#include <type_traits>
+#include <utility>
+#include <vector>
+
+#include "fluxion/core/fields.hpp"
+#include "fluxion/nn/functors.hpp"
+
+namespace fx::optim {
+
+template <class R>
+using rule_state_t =
+    std::remove_cvref_t<decltype(std::declval<const R&>().init(std::declval<const Tensor&>()))>;
+
+template <class R>
+concept Rule = std::copy_constructible<R> &&
+               requires(const R& r, rule_state_t<R>& s, const Tensor& p, const Tensor& g) {
+                 r.apply(s, p, g);
+               };
+
+template <Rule R>
+struct OptimiserState {
+  R rule;
+  std::vector<rule_state_t<R>> leaves;  // one per trainable leaf, in traversal order
+  std::vector<Shape> shapes;            // each leaf's shape at setup, to catch a changed model
+  FX_FIELDS(leaves)
+};
+
+template <Rule R, class M>
+OptimiserState<R> setup(const R& rule, const M& model) {
+  OptimiserState<R> s{rule, {}, {}};
+  for_each_tensor(model, [&](const Tensor& p) {
+    if (!nn::is_trainable(p)) return;
+    s.leaves.push_back(rule.init(p));
+    s.shapes.push_back(p.shape());
+  });
+  return s;
+}
+
+namespace detail {
+
+// The dotted path of the k-th trainable leaf; only built for error messages.
+template <class M>
+std::string trainable_name(const M& model, size_t k) {
+  std::string found;
+  size_t i = 0;
+  for_each_named_tensor(model, [&](const std::string& name, const Tensor& t) {
+    if (nn::is_trainable(t) && i++ == k) found = name;
+  });
+  return found.empty() ? "#" + std::to_string(k) : found;
+}
+
+template <class R, class M, class G>
+void check_structure(const OptimiserState<R>& s, const M& model, const G& grad) {
+  size_t k = 0;
+  zip_tensors([&](const Tensor& p, const Tensor& g) {
+    if (!p.defined()) {
+      FX_CHECK(!g.defined(), "fx::optim::update: gradient ", g.shape(),
+               " given for an undefined parameter (leaf after trainable #", k, ")");
+      return;
+    }
+    if (!nn::is_trainable(p)) return;  // integer state: its gradient is a zero, never applied
+    FX_CHECK(k < s.shapes.size(), "fx::optim::update: the model has more trainable leaves than ",
+             "the ", s.shapes.size(), " it had at setup");
+    FX_CHECK(p.shape() == s.shapes[k], "fx::optim::update: parameter ",
+             trainable_name(model, k), " is ", p.shape(), " but was ", s.shapes[k],
+             " at setup");
+    FX_CHECK(!g.defined() || g.shape() == p.shape(), "fx::optim::update: gradient ", g.shape(),
+             " does not match parameter ", trainable_name(model, k), " ", p.shape());
+    ++k;
+  }, model, grad);
+  FX_CHECK(k == s.shapes.size(), "fx::optim::update: the model has ", k,
+           " trainable leaves, but the optimiser was set up for ", s.shapes.size());
+}
+
+}  // namespace detail
+
+// One optimisation step: each trainable leaf of `model` is updated in place from the leaf at
+// the same place in `grad` (a structure like the model, as fx::gradient returns).
+template <class R, class M, class G>
+void update(OptimiserState<R>& s, M& model, const G& grad) {
+  detail::check_structure(s, std::as_const(model), grad);
+  size_t k = 0;
+  zip_tensors([&](Tensor& p, const Tensor& g) {
+    if (!nn::is_trainable(p)) return;
+    if (g.defined()) s.rule.apply(s.leaves[k], p, g);
+    ++k;
+  }, model, grad);
+}
+
+}  // namespace fx::optim
