@@ -81,7 +81,7 @@ std::string trainable_name(const M& model, size_t k) {
   for_each_named_tensor(model, [&](const std::string& name, const Tensor& t) {
     if (nn::is_trainable(t) && i++ == k) found = name;
   });
-  return found.empty() ? "#" + std::to_string(k) : found;
+  return found.empty() ? std::string("#").append(std::to_string(k)) : found;
 }
 
 template <class R, class M, class G>

@@ -6,13 +6,14 @@
 namespace fx::backend::cpu {
 namespace {
 
-template <class T, class F>
+// out (element type D) = f(x) (element type S): S differs from D only for conversions.
+template <class D, class S, class F>
 void map1(const Tensor& out, const Tensor& x, F f) {
-  T* o = out.data<T>();
-  const T* xp = x.data<T>();
+  D* o = out.data<D>();
+  const S* xp = x.data<S>();
   run_rows<2>(layout_of<2>(out, {&x}), [&](const int64_t* off, int64_t n, const int64_t* st) {
-    T* op = o + off[0];
-    const T* ip = xp + off[1];
+    D* op = o + off[0];
+    const S* ip = xp + off[1];
     if (st[0] == 1 && st[1] == 1) {
       for (int64_t j = 0; j < n; ++j) op[j] = f(ip[j]);
     } else {
@@ -61,7 +62,7 @@ bool unary(const KernelCall& c) {
   return numeric<F>(c.in[0].dtype(), [&]<class T>() {
     F f{};
     if constexpr (requires { f.s; }) f.s = c.params.s;
-    map1<T>(c.out, c.in[0], f);
+    map1<T, T>(c.out, c.in[0], f);
   });
 }
 
@@ -96,7 +97,7 @@ bool convert(const KernelCall& c) {
   const Tensor& x = c.in[0];
   visit_dtype(x.dtype(), [&]<class S>() {
     visit_dtype(c.out.dtype(), [&]<class D>() {
-      map1<D>(c.out, x, [](S v) { return static_cast<D>(v); });
+      map1<D, S>(c.out, x, [](S v) { return static_cast<D>(v); });
     });
   });
   return true;

@@ -1,0 +1,167 @@
+// DataLoader batching, row gathering and one-hot encoding.
+#include "fluxion/data/dataloader.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <numeric>
+#include <type_traits>
+#include <utility>
+
+namespace fx::data {
+namespace {
+
+// splitmix64: spreads (seed, epoch) so neighbouring seeds and epochs give unrelated orders.
+uint64_t mix(uint64_t x) {
+  x += 0x9e3779b97f4a7c15ull;
+  x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ull;
+  x = (x ^ (x >> 27)) * 0x94d049bb133111ebull;
+  return x ^ (x >> 31);
+}
+
+// xoshiro256** with Lemire's unbiased bounded draw; local so the data layer needs only core.
+class Rng {
+ public:
+  explicit Rng(uint64_t seed) {
+    for (auto& s : s_) s = seed = mix(seed);
+  }
+  uint64_t next() {
+    uint64_t r = rotl(s_[1] * 5, 7) * 9, t = s_[1] << 17;
+    s_[2] ^= s_[0];
+    s_[3] ^= s_[1];
+    s_[1] ^= s_[2];
+    s_[0] ^= s_[3];
+    s_[2] ^= t;
+    s_[3] = rotl(s_[3], 45);
+    return r;
+  }
+  uint64_t below(uint64_t n) {  // uniform in [0, n), n > 0
+    __uint128_t m = __uint128_t(next()) * n;
+    if (uint64_t(m) < n) {
+      uint64_t floor = (0 - n) % n;
+      while (uint64_t(m) < floor) m = __uint128_t(next()) * n;
+    }
+    return uint64_t(m >> 64);
+  }
+
+ private:
+  static uint64_t rotl(uint64_t x, int k) { return (x << k) | (x >> (64 - k)); }
+  uint64_t s_[4];
+};
+
+Tensor prepare(Tensor t, const char* what) {
+  FX_CHECK(t.defined(), "fx::data::DataLoader: ", what, " is undefined");
+  FX_CHECK(t.ndim() >= 1, "fx::data::DataLoader: ", what, " is 0-d; its first dimension must "
+           "index samples");
+  FX_CHECK(t.device() == Device::cpu, "fx::data::DataLoader: ", what, " lives on ",
+           device_name(t.device()), "; batches are gathered on the cpu");
+  return t.is_contiguous() ? t : t.contiguous();
+}
+
+}  // namespace
+
+DataLoader::DataLoader(Tensor x, Tensor y, LoaderOptions options)
+    : x_(prepare(std::move(x), "x")), y_(prepare(std::move(y), "y")), opt_(options) {
+  FX_CHECK(x_.shape()[0] == y_.shape()[0], "fx::data::DataLoader: x ", x_.shape(), " and y ",
+           y_.shape(), " hold different numbers of samples");
+  FX_CHECK(opt_.batch >= 1, "fx::data::DataLoader: batch must be at least 1, got ", opt_.batch);
+  n_ = x_.shape()[0];
+  order_.resize(size_t(n_));
+  std::iota(order_.begin(), order_.end(), int64_t(0));
+}
+
+int64_t DataLoader::size() const {
+  return opt_.drop_last ? n_ / opt_.batch : (n_ + opt_.batch - 1) / opt_.batch;
+}
+
+DataLoader::Iterator DataLoader::begin() {
+  if (opt_.shuffle) {
+    // Fisher-Yates from the identity, so epoch e's order depends on (seed, e) only and not on
+    // how many epochs ran before it in this process.
+    std::iota(order_.begin(), order_.end(), int64_t(0));
+    Rng rng(mix(opt_.seed) ^ mix(uint64_t(epoch_) + 0x51ed270b27a7f1c5ull));
+    for (int64_t i = n_ - 1; i > 0; --i) std::swap(order_[size_t(i)], order_[rng.below(uint64_t(i + 1))]);
+  }
+  ++epoch_;
+  return {this, 0};
+}
+
+Batch DataLoader::batch(int64_t i) const {
+  FX_CHECK(i >= 0 && i < size(), "fx::data::DataLoader: batch ", i, " of ", size());
+  int64_t start = i * opt_.batch, stop = std::min(n_, start + opt_.batch);
+  std::span<const int64_t> rows(order_.data() + start, size_t(stop - start));
+  return {take_rows(x_, rows), take_rows(y_, rows)};
+}
+
+Tensor take_rows(const Tensor& x, std::span<const int64_t> rows) {
+  FX_CHECK(x.defined() && x.ndim() >= 1, "fx::data::take_rows: needs a tensor with a sample "
+           "dimension");
+  FX_CHECK(x.is_contiguous(), "fx::data::take_rows: input ", x.shape(), " is not contiguous");
+  Shape s = x.shape();
+  const int64_t n = s[0];
+  s[0] = int64_t(rows.size());
+  Tensor out = Tensor::empty(s, x.dtype(), x.device());
+  const size_t row_bytes = size_t(x.numel() / std::max<int64_t>(n, 1)) * itemsize(x.dtype());
+  const char* src = static_cast<const char*>(x.raw_data());
+  char* dst = static_cast<char*>(out.raw_data());
+  for (size_t k = 0; k < rows.size(); ++k) {
+    const int64_t r = rows[k];
+    FX_CHECK(r >= 0 && r < n, "fx::data::take_rows: row ", r, " out of range for ", x.shape());
+    std::memcpy(dst + k * row_bytes, src + size_t(r) * row_bytes, row_bytes);
+  }
+  return out;
+}
+
+Tensor onehot(const Tensor& labels, int64_t nclasses) {
+  FX_CHECK(labels.defined(), "fx::data::onehot: undefined tensor");
+  FX_CHECK(labels.dtype() == i64 || labels.dtype() == i32, "fx::data::onehot: labels must be i64 "
+           "or i32, got ", dtype_name(labels.dtype()), " ", labels.shape());
+  FX_CHECK(nclasses >= 1, "fx::data::onehot: nclasses must be at least 1, got ", nclasses);
+  Tensor l = labels.is_contiguous() ? labels : labels.contiguous();
+  Shape s = l.shape();
+  s.push_back(nclasses);
+  Tensor out = Tensor::empty(s, f32, l.device());
+  float* o = out.data<float>();
+  std::memset(o, 0, size_t(out.numel()) * sizeof(float));
+  visit_dtype(l.dtype(), [&]<class T>() {
+    if constexpr (std::is_integral_v<T> && !std::is_same_v<T, bool>) {
+      const T* p = l.data<T>();
+      for (int64_t i = 0, n = l.numel(); i < n; ++i) {
+        FX_CHECK(p[i] >= 0 && p[i] < nclasses, "fx::data::onehot: label ", int64_t(p[i]),
+                 " at index ", i, " is outside [0, ", nclasses, ") for labels ", l.shape());
+        o[i * nclasses + int64_t(p[i])] = 1.0f;
+      }
+    }
+  });
+  return out;
+}
+
+Tensor onecold(const Tensor& scores) {
+  FX_CHECK(scores.defined(), "fx::data::onecold: undefined tensor");
+  FX_CHECK(scores.ndim() >= 1 && scores.shape().back() >= 1, "fx::data::onecold: scores ",
+           scores.shape(), " need a non-empty last axis");
+  Tensor x = scores.is_contiguous() ? scores : scores.contiguous();
+  const int64_t c = x.shape().back(), rows = x.numel() / c;
+  Shape s;
+  for (int d = 0; d + 1 < x.ndim(); ++d) s.push_back(x.shape()[d]);
+  Tensor out = Tensor::empty(s, i64, x.device());
+  int64_t* o = out.data<int64_t>();
+  visit_dtype(x.dtype(), [&]<class T>() {
+    const T* p = x.data<T>();
+    for (int64_t r = 0; r < rows; ++r, p += c) {
+      int64_t best = 0;
+      for (int64_t j = 1; j < c; ++j) {
+        if constexpr (std::is_floating_point_v<T>) {
+          if (std::isnan(p[best])) break;
+          if (p[j] > p[best] || std::isnan(p[j])) best = j;
+        } else {
+          if (p[j] > p[best]) best = j;
+        }
+      }
+      o[r] = best;
+    }
+  });
+  return out;
+}
+
+}  // namespace fx::data
