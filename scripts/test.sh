@@ -16,7 +16,8 @@ echo "== checks"
 ./scripts/check_headers.sh
 
 echo "== build (Release)"
-cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=Release >/dev/null
+cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=Release -DFLUXION_TESTS=ON -DFLUXION_BENCH=ON \
+  -DFLUXION_EXAMPLES=ON -DFLUXION_WITH_TORCH=ON >/dev/null
 cmake --build build -j "$jobs"
 
 echo "== tests (Release)"
