@@ -1,0 +1,24 @@
+// Everything a user of fluxion needs, in one include: tensors and ops, automatic
+// differentiation, layers, optimisers, data loading and training helpers.
+//
+//   #include <fluxion/fluxion.hpp>
+//   auto model = fx::nn::Chain(fx::nn::Dense(784, 256, fx::relu), fx::nn::Dense(256, 10));
+//   auto opt = fx::optim::setup(fx::optim::Adam(1e-3), model);
+//   auto [loss, grad] = fx::withgradient(
+//       [&](const auto& m) { return fx::logitcrossentropy(m(x), y); }, model);
+//   fx::optim::update(opt, model, grad);
+//
+// Library code should include the narrower headers it uses (compile time matters).
+#pragma once
+#include "fluxion/ad/reverse.hpp"
+#include "fluxion/ad/scalar.hpp"
+#include "fluxion/core/fields.hpp"
+#include "fluxion/core/tensor.hpp"
+#include "fluxion/data/dataloader.hpp"
+#include "fluxion/data/dataset.hpp"
+#include "fluxion/data/idx.hpp"
+#include "fluxion/nn.hpp"
+#include "fluxion/ops.hpp"
+#include "fluxion/optim.hpp"
+#include "fluxion/train/metrics.hpp"
+#include "fluxion/train/progress.hpp"
