@@ -103,7 +103,7 @@ void record_on(Tape& t, const Primitive& p, std::span<const Tensor> in, Tensor& 
     n.params.list = {};  // repointed at backward time: the vector may still grow
   }
   for (size_t i = 0; i < in.size(); ++i)
-    t.saved.push_back((p.saves >> i) & 1u ? in[i] : Tensor());
+    t.saved.push_back(i < 31 && ((p.saves >> i) & 1u) ? in[i] : Tensor());
   t.saved.push_back(p.saves & saves::output ? out : Tensor());
   add_tag(out, t.gen, n.out_slot);
   ++stats.nodes_recorded;

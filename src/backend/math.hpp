@@ -21,7 +21,7 @@ FX_UNARY(Sin, true, std::sin(x))
 FX_UNARY(Cos, true, std::cos(x))
 FX_UNARY(Tanh, true, std::tanh(x))
 FX_UNARY(Sigmoid, true, T(1) / (T(1) + std::exp(-x)))
-FX_UNARY(Relu, false, x > T(0) ? x : T(0))
+FX_UNARY(Relu, false, x < T(0) ? T(0) : x)  // NaN stays NaN
 FX_UNARY(Sqrt, true, std::sqrt(x))
 FX_UNARY(Abs, false, x < T(0) ? T(-x) : x)
 FX_UNARY(Sign, false, T((x > T(0)) - (x < T(0))))
@@ -51,8 +51,9 @@ FX_BINARY(Sub, false, T(a - b))
 FX_BINARY(Mul, false, T(a * b))
 FX_BINARY(Div, false, T(a / b))
 FX_BINARY(Pow, true, T(std::pow(a, b)))
-FX_BINARY(Maximum, false, a >= b ? a : b)
-FX_BINARY(Minimum, false, a <= b ? a : b)
+// A NaN in either operand gives NaN (x != x only for NaN; ties pick a, as the pullback does).
+FX_BINARY(Maximum, false, (a >= b || a != a) ? a : b)
+FX_BINARY(Minimum, false, (a <= b || a != a) ? a : b)
 #undef FX_BINARY
 
 #define FX_COMPARE(Name, op)                           \

@@ -179,7 +179,8 @@ Tensor binary(Primitive& p, const Tensor& a, const Tensor& b, bool floating_only
   FX_CHECK(x.dtype() != boolean, "fx::", p.name, ": not defined for bool ", a.shape(), " and ",
            b.shape());
   FX_CHECK(!floating_only || is_floating(x.dtype()), "fx::", p.name,
-           ": needs floating tensors, got ", dtype_name(x.dtype()));
+           ": needs floating tensors, got ", dtype_name(a.dtype()), " ", a.shape(), " and ",
+           dtype_name(b.dtype()), " ", b.shape());
   return bind(p, {x, y});
 }
 
@@ -234,6 +235,7 @@ Tensor pow(const Tensor& a, double b) {
   return with_number(pow_scalar_p, a, b);
 }
 Tensor clamp(const Tensor& x, double lo, double hi) {
+  check_defined(x, "clamp");
   FX_CHECK(lo <= hi, "fx::clamp: lower bound ", lo, " exceeds upper bound ", hi);
   return minimum(maximum(x, scalar(lo, x.dtype())), scalar(hi, x.dtype()));
 }
@@ -244,11 +246,26 @@ Tensor lt(const Tensor& a, const Tensor& b) { return compare(lt_p, a, b); }
 Tensor le(const Tensor& a, const Tensor& b) { return compare(le_p, a, b); }
 Tensor gt(const Tensor& a, const Tensor& b) { return compare(gt_p, a, b); }
 Tensor ge(const Tensor& a, const Tensor& b) { return compare(ge_p, a, b); }
-Tensor operator==(const Tensor& a, double b) { return eq(a, scalar(b, a.dtype())); }
-Tensor operator<(const Tensor& a, double b) { return lt(a, scalar(b, a.dtype())); }
-Tensor operator>(const Tensor& a, double b) { return gt(a, scalar(b, a.dtype())); }
-Tensor operator<=(const Tensor& a, double b) { return le(a, scalar(b, a.dtype())); }
-Tensor operator>=(const Tensor& a, double b) { return ge(a, scalar(b, a.dtype())); }
+Tensor operator==(const Tensor& a, double b) {
+  check_defined(a, "eq");
+  return eq(a, scalar(b, a.dtype()));
+}
+Tensor operator<(const Tensor& a, double b) {
+  check_defined(a, "lt");
+  return lt(a, scalar(b, a.dtype()));
+}
+Tensor operator>(const Tensor& a, double b) {
+  check_defined(a, "gt");
+  return gt(a, scalar(b, a.dtype()));
+}
+Tensor operator<=(const Tensor& a, double b) {
+  check_defined(a, "le");
+  return le(a, scalar(b, a.dtype()));
+}
+Tensor operator>=(const Tensor& a, double b) {
+  check_defined(a, "ge");
+  return ge(a, scalar(b, a.dtype()));
+}
 
 Tensor where(const Tensor& cond, const Tensor& a, const Tensor& b) {
   check_defined(cond, "where");

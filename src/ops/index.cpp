@@ -100,6 +100,8 @@ Tensor index_add(const Tensor& base, int64_t axis, const Tensor& index, const Te
 Tensor gather(const Tensor& x, int64_t axis, const Tensor& index) {
   FX_CHECK(x.defined(), "fx::gather: undefined tensor");
   check_index(index, "gather");
+  // A 0-d input has no axis to index (the kernel would never read, let alone check, the index).
+  FX_CHECK(x.ndim() > 0, "fx::gather: cannot index a 0-d tensor ", x.shape());
   int a = normalize_axis(axis, x.ndim(), "fx::gather");
   FX_CHECK(index.ndim() == x.ndim(), "fx::gather: index ", index.shape(), " and input ",
            x.shape(), " differ in rank");
@@ -112,6 +114,7 @@ Tensor gather(const Tensor& x, int64_t axis, const Tensor& index) {
 Tensor scatter_add(const Tensor& base, int64_t axis, const Tensor& index, const Tensor& src) {
   FX_CHECK(base.defined() && src.defined(), "fx::scatter_add: undefined tensor");
   check_index(index, "scatter_add");
+  FX_CHECK(base.ndim() > 0, "fx::scatter_add: cannot index a 0-d tensor ", base.shape());
   int a = normalize_axis(axis, base.ndim(), "fx::scatter_add");
   FX_CHECK(index.shape() == src.shape() && index.ndim() == base.ndim(), "fx::scatter_add: index ",
            index.shape(), ", source ", src.shape(), " and base ", base.shape(),

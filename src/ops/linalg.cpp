@@ -30,7 +30,7 @@ Tensor matmul(const Tensor& a0, const Tensor& b0) {
   FX_CHECK(a0.ndim() >= 1 && b0.ndim() >= 1, "fx::matmul: ", a0.shape(), " @ ", b0.shape(),
            ": operands must have at least 1 dimension");
   DType t = promote(a0.dtype(), b0.dtype());
-  FX_CHECK(t != boolean, "fx::matmul: not defined for bool");
+  FX_CHECK(t != boolean, "fx::matmul: ", a0.shape(), " @ ", b0.shape(), ": not defined for bool");
   Tensor a = a0.ndim() == 1 ? unsqueeze(a0, 0) : a0;
   Tensor b = b0.ndim() == 1 ? unsqueeze(b0, 1) : b0;
   int64_t k = a.shape()[a.ndim() - 1], k2 = b.shape()[b.ndim() - 2];
@@ -41,7 +41,13 @@ Tensor matmul(const Tensor& a0, const Tensor& b0) {
   if (a.ndim() > 2 || b.ndim() > 2) {
     Shape ba(std::span<const int64_t>(a.shape().data(), a.ndim() - 2));
     Shape bb(std::span<const int64_t>(b.shape().data(), b.ndim() - 2));
-    Shape batch = broadcast_shapes(ba, bb, "matmul");
+    Shape batch;
+    try {
+      batch = broadcast_shapes(ba, bb, "matmul");
+    } catch (const Error&) {
+      detail::fail("fx::matmul: ", a0.shape(), " @ ", b0.shape(), ": batch dimensions ", ba,
+                   " and ", bb, " cannot broadcast");
+    }
     Shape sa = batch, sb = batch;
     sa.push_back(a.shape()[a.ndim() - 2]);
     sa.push_back(k);

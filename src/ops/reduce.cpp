@@ -26,6 +26,15 @@ uint64_t Axes::mask(int ndim, const char* op) const {
 
 namespace {
 
+// Axis errors from Axes::mask / normalize_axis, completed with the fx:: prefix and x's shape.
+uint64_t checked_mask(const Axes& axes, const Tensor& x, const char* op) {
+  try {
+    return axes.mask(x.ndim(), op);
+  } catch (const Error& e) {
+    detail::fail("fx::", e.what(), " (input shape ", x.shape(), ")");
+  }
+}
+
 Shape reduced_shape(const Shape& s, uint64_t mask, bool keepdim) {
   Shape r;
   for (int d = 0; d < s.size(); ++d) {
@@ -73,7 +82,7 @@ Tensor reduce(Primitive& prim, const Tensor& x, const Axes& axes, bool keepdim) 
   FX_CHECK(x.dtype() != boolean || &prim == &sum_p, "fx::", prim.name,
            ": not defined for bool ", x.shape());
   Params p;
-  p.i[0] = int64_t(axes.mask(x.ndim(), prim.name));
+  p.i[0] = int64_t(checked_mask(axes, x, prim.name));
   p.i[1] = keepdim;
   p.shape = x.shape();
   if (&prim != &sum_p && x.numel() == 0)
@@ -105,6 +114,7 @@ Tensor mean(const Tensor& x, Axes axes, bool keepdim) {
   FX_CHECK(x.defined(), "fx::mean: undefined tensor");
   FX_CHECK(is_floating(x.dtype()), "fx::mean: needs a floating tensor, got ",
            dtype_name(x.dtype()), " ", x.shape());
+  (void)checked_mask(axes, x, "mean");
   Tensor s = sum(x, axes, keepdim);
   int64_t count = s.numel() == 0 ? 0 : x.numel() / s.numel();
   return s * (1.0 / double(count));
@@ -112,11 +122,12 @@ Tensor mean(const Tensor& x, Axes axes, bool keepdim) {
 
 Tensor logsumexp(const Tensor& x, Axes axes, bool keepdim) {
   FX_CHECK(x.defined(), "fx::logsumexp: undefined tensor");
+  const uint64_t mask = checked_mask(axes, x, "logsumexp");
   // Shifting by the (constant) max keeps exp from overflowing; the gradient is unaffected.
   Tensor m = stop_gradient(max(x, axes, true));
   Tensor r = log(sum(exp(x - m), axes, true)) + m;
   if (keepdim) return r;
-  return reshape(r, reduced_shape(x.shape(), axes.mask(x.ndim(), "fx::logsumexp"), false));
+  return reshape(r, reduced_shape(x.shape(), mask, false));
 }
 
 static Tensor arg_reduce(Primitive& prim, const Tensor& x, int64_t axis, bool keepdim) {
@@ -124,7 +135,7 @@ static Tensor arg_reduce(Primitive& prim, const Tensor& x, int64_t axis, bool ke
   FX_CHECK(x.ndim() > 0 && x.numel() > 0, "fx::", prim.name, ": needs a non-empty tensor, got ",
            x.shape());
   Params p;
-  p.i[0] = int64_t(uint64_t(1) << normalize_axis(axis, x.ndim(), prim.name));
+  p.i[0] = int64_t(checked_mask(Axes(axis), x, prim.name));
   p.i[1] = keepdim;
   p.shape = x.shape();
   return bind(prim, {x}, p);
@@ -137,6 +148,7 @@ Tensor argmin(const Tensor& x, int64_t axis, bool keepdim) {
 }
 
 Tensor sum_to(const Tensor& x, const Shape& shape) {
+  FX_CHECK(x.defined(), "fx::sum_to: undefined tensor");
   if (x.shape() == shape) return x;
   int lead = x.ndim() - shape.size();
   FX_CHECK(lead >= 0, "fx::sum_to: cannot sum ", x.shape(), " to ", shape);

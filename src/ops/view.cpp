@@ -157,6 +157,7 @@ Tensor reshape(const Tensor& x, std::initializer_list<int64_t> dims) {
 }
 
 Tensor flatten(const Tensor& x, int64_t start_axis) {
+  FX_CHECK(x.defined(), "fx::flatten: undefined tensor");
   int start = normalize_axis(start_axis, x.ndim(), "fx::flatten");
   Shape s;
   for (int d = 0; d < start; ++d) s.push_back(x.shape()[d]);
@@ -200,6 +201,7 @@ Tensor transpose(const Tensor& x, int64_t a, int64_t b) {
 }
 
 Tensor squeeze(const Tensor& x, int64_t axis) {
+  FX_CHECK(x.defined(), "fx::squeeze: undefined tensor");
   int a = normalize_axis(axis, x.ndim(), "fx::squeeze");
   FX_CHECK(x.shape()[a] == 1, "fx::squeeze: axis ", axis, " of ", x.shape(), " is not 1");
   Shape s;
@@ -209,6 +211,7 @@ Tensor squeeze(const Tensor& x, int64_t axis) {
 }
 
 Tensor unsqueeze(const Tensor& x, int64_t axis) {
+  FX_CHECK(x.defined(), "fx::unsqueeze: undefined tensor");
   int a = normalize_axis(axis, x.ndim() + 1, "fx::unsqueeze");
   Shape s;
   for (int d = 0; d < x.ndim(); ++d) {
@@ -240,6 +243,7 @@ Tensor slice(const Tensor& x, int64_t axis, int64_t start, int64_t stop, int64_t
 }
 
 Tensor select(const Tensor& x, int64_t axis, int64_t index) {
+  FX_CHECK(x.defined(), "fx::select: undefined tensor");
   int a = normalize_axis(axis, x.ndim(), "fx::select");
   int64_t n = x.shape()[a];
   FX_CHECK(index >= -n && index < n, "fx::select: index ", index, " is out of range for axis ",
@@ -279,7 +283,10 @@ Tensor concat(const std::vector<Tensor>& xs, int64_t axis) {
   std::vector<Tensor> ins;
   ins.reserve(xs.size());
   DType t = x0.dtype();
-  for (const Tensor& x : xs) t = promote(t, x.dtype());
+  for (const Tensor& x : xs) {
+    FX_CHECK(x.defined(), "fx::concat: undefined tensor");
+    t = promote(t, x.dtype());
+  }
   for (const Tensor& x : xs) {
     FX_CHECK(x.defined() && x.ndim() == x0.ndim(), "fx::concat: shapes ", x0.shape(), " and ",
              x.defined() ? x.shape().to_string() : "undefined", " differ in rank");

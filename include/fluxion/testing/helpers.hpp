@@ -7,6 +7,7 @@
 #include <functional>
 #include <initializer_list>
 #include <string>
+#include <vector>
 
 #include "fluxion/core/error.hpp"
 #include "fluxion/ops/create.hpp"
@@ -28,9 +29,9 @@ inline Tensor uniform(const Shape& s, RandomOptions o = {}) {
 }
 
 // True when fn throws fx::Error whose message contains every one of `parts`.
-inline bool throws_mentioning(const std::function<void()>& fn,
-                              std::initializer_list<std::string> parts,
-                              std::string* message = nullptr) {
+template <class Parts>
+bool throws_mentioning_all(const std::function<void()>& fn, const Parts& parts,
+                           std::string* message) {
   try {
     fn();
   } catch (const fx::Error& e) {
@@ -40,7 +41,18 @@ inline bool throws_mentioning(const std::function<void()>& fn,
       if (m.find(p) == std::string::npos) return false;
     return true;
   }
+  if (message) *message = "(no fx::Error thrown)";
   return false;
+}
+inline bool throws_mentioning(const std::function<void()>& fn,
+                              std::initializer_list<std::string> parts,
+                              std::string* message = nullptr) {
+  return throws_mentioning_all(fn, parts, message);
+}
+inline bool throws_mentioning(const std::function<void()>& fn,
+                              const std::vector<std::string>& parts,
+                              std::string* message = nullptr) {
+  return throws_mentioning_all(fn, parts, message);
 }
 
 }  // namespace fx::testing

@@ -55,6 +55,7 @@ void run_rows(const Layout<K>& L, Row&& row) {
   for (int k = 0; k < K; ++k) inner_st[k] = L.st[k][nd - 1];
   int64_t nrows = 1;
   for (int d = 0; d < nd - 1; ++d) nrows *= L.shape[d];
+  if (nrows == 0 || inner == 0) return;  // empty: the index arithmetic below would divide by 0
 
   auto rows = [&](int64_t r0, int64_t r1) {
     int64_t idx[kMaxDims] = {};

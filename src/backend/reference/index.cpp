@@ -9,10 +9,11 @@ namespace {
 
 int64_t checked_index(const Tensor& idx, int64_t at, int64_t dim_size, const char* op,
                       const Tensor& x) {
-  int64_t v = idx.dtype() == i64 ? idx.data<int64_t>()[at] : int64_t(idx.data<int32_t>()[at]);
-  if (v < 0) v += dim_size;
-  FX_CHECK(v >= 0 && v < dim_size, "fx::", op, ": index ", v, " is out of range for axis of size ",
-           dim_size, " in shape ", x.shape());
+  const int64_t given =
+      idx.dtype() == i64 ? idx.data<int64_t>()[at] : int64_t(idx.data<int32_t>()[at]);
+  const int64_t v = given < 0 ? given + dim_size : given;
+  FX_CHECK(v >= 0 && v < dim_size, "fx::", op, ": index ", given,
+           " is out of range for axis of size ", dim_size, " in shape ", x.shape());
   return v;
 }
 

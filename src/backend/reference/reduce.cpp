@@ -79,7 +79,8 @@ bool arg_reduce(const KernelCall& c) {
       double bv = double(xp[base]);
       for (int64_t r = 1; r < nred; ++r) {
         double v = double(xp[base + ReduceLayout::off(r, L.reduced, L.red_stride)]);
-        if (Max ? v > bv : v < bv) {
+        // NaN wins (once), so that x[argmax] is max(x), which propagates NaN too.
+        if ((Max ? v > bv : v < bv) || (std::isnan(v) && !std::isnan(bv))) {
           bv = v;
           best = r;
         }

@@ -1,0 +1,49 @@
+// Rows for matmul (2-d, vectors, batched with broadcasting, empty inner dimension) and dot.
+#include <gtest/gtest.h>
+
+#include "op_rows.hpp"
+
+namespace fx::rows {
+
+std::vector<Row> linalg_rows() {
+  return {
+      {"matmul", bin(fx::matmul),
+       {.cases = pairs({{{45, 65}, {65, 33}},
+                        {{1, 7}, {7, 1}},
+                        {{65}, {65, 33}},
+                        {{45, 65}, {65}},
+                        {{9}, {9}},
+                        {{2, 3, 4, 5}, {5, 6}},
+                        {{3, 1, 4, 5}, {2, 5, 6}},
+                        {{4, 5}, {2, 5, 6}},
+                        {{6}, {2, 6, 3}},
+                        {{2, 4, 6}, {6}},
+                        {{5, 0}, {0, 3}},
+                        {{0, 4}, {4, 3}}}),
+        .dtypes = {f32, f64, i32, i64}}},
+      {"matmul_transposed_operands",
+       [](const Args& a) { return fx::matmul(fx::transpose(a[0]), fx::transpose(a[1])); },
+       {.cases = pairs({{{65, 45}, {33, 65}}, {{3, 5, 4}, {6, 5}}})}},
+      {"dot", bin(fx::dot), {.cases = pairs({{{17}, {17}}, {{1}, {1}}, {{0}, {0}}})}},
+  };
+}
+
+}  // namespace fx::rows
+
+namespace {
+
+TEST(Linalg, MatmulValuesAndShapes) {
+  auto a = fx::tensor({1, 2, 3, 4, 5, 6}, fx::f64).reshape({2, 3});
+  auto b = fx::tensor({1, 0, -1, 2, 0.5, 1}, fx::f64).reshape({3, 2});
+  EXPECT_EQ(fx::to_vector<double>(fx::matmul(a, b)), (std::vector<double>{0.5, 7, 2, 16}));
+  auto v = fx::tensor({1, 1, 1}, fx::f64);
+  EXPECT_EQ(fx::matmul(a, v).shape(), (fx::Shape{2}));
+  EXPECT_EQ(fx::to_vector<double>(fx::matmul(a, v)), (std::vector<double>{6, 15}));
+  EXPECT_EQ(fx::matmul(v, b).shape(), (fx::Shape{2}));
+  EXPECT_EQ(fx::matmul(v, v).shape(), fx::Shape{});
+  EXPECT_EQ(fx::matmul(fx::zeros({3, 1, 4, 5}), fx::zeros({2, 5, 6})).shape(),
+            (fx::Shape{3, 2, 4, 6}));
+  EXPECT_EQ(fx::dot(v, v).item(), 3.0);
+}
+
+}  // namespace

@@ -1,0 +1,118 @@
+// Rows for the reductions (run by primitives_test.cpp) and value checks for what the backend
+// comparison cannot see: tie handling and the stable logsumexp.
+#include <gtest/gtest.h>
+
+#include <cmath>
+
+#include "op_rows.hpp"
+
+namespace fx::rows {
+namespace {
+const std::vector<DType> kNumeric = {f32, f64, i32, i64};
+}
+
+std::vector<Row> reduce_rows() {
+  auto us = unary_shapes();
+  auto nonempty = shapes({{45, 65}, {}, {5, 7, 11}, {1, 3, 1}});
+  auto matrices = shapes({{45, 65}, {5, 7, 11}, {1, 3}, {0, 4}});
+  const char* ties = "a grid makes ties, where max/min are not differentiable";
+  return {
+      {"sum", un([](const Tensor& x) { return fx::sum(x); }), {.cases = us, .dtypes = kNumeric}},
+      // prefix and suffix axes take the tuned kernel; the others fall back to the reference
+      {"sum_axis0", un([](const Tensor& x) { return fx::sum(x, 0); }),
+       {.cases = matrices, .dtypes = kNumeric}},
+      {"sum_last_keepdim", un([](const Tensor& x) { return fx::sum(x, -1, true); }),
+       {.cases = matrices, .dtypes = kNumeric}},
+      {"sum_large", un([](const Tensor& x) { return fx::sum(x, -1) + fx::sum(fx::sum(x, 0)); }),
+       {.cases = shapes({{300, 150}})}},
+      {"sum_middle_axis", un([](const Tensor& x) { return fx::sum(x, 1); }),
+       {.cases = shapes({{5, 7, 11}, {3, 1, 4}})}},
+      {"sum_outer_axes", un([](const Tensor& x) { return fx::sum(x, {0, -1}); }),
+       {.cases = shapes({{5, 7, 11}, {2, 3, 4, 5}})}},
+      {"sum_bool", un([](const Tensor& m) { return fx::sum(m, 1); }),
+       {.cases = {{In{{45, 65}, Kind::mask}}}, .order = 0, .why = "bool input, i64 output"}},
+      {"sum_to", un([](const Tensor& x) { return fx::sum_to(x, {1, x.shape()[2]}); }),
+       {.cases = shapes({{5, 7, 11}, {2, 1, 3}})}},
+      {"max", un([](const Tensor& x) { return fx::max(x); }), {.cases = nonempty,
+                                                                 .dtypes = kNumeric}},
+      {"max_last_keepdim", un([](const Tensor& x) { return fx::max(x, -1, true); }),
+       {.cases = shapes({{45, 65}, {5, 7, 11}, {1, 3, 1}}), .dtypes = kNumeric}},
+      {"max_ties", un([](const Tensor& x) { return fx::max(x, 0); }),
+       {.cases = shapes({{6, 9}}), .order = 0, .why = ties, .dtypes = kNumeric, .grid = 1}},
+      {"min", un([](const Tensor& x) { return fx::min(x); }), {.cases = nonempty,
+                                                                 .dtypes = kNumeric}},
+      {"min_axis0", un([](const Tensor& x) { return fx::min(x, 0); }),
+       {.cases = shapes({{45, 65}, {5, 7, 11}, {1, 3}}), .dtypes = kNumeric}},
+      {"argmax", un([](const Tensor& x) { return fx::argmax(x, -1); }),
+       {.cases = shapes({{45, 65}, {5, 7, 11}, {1}, {3, 1}}), .order = 0, .why = "index output",
+        .dtypes = kNumeric}},
+      {"argmax_ties", un([](const Tensor& x) { return fx::argmax(x, 0, true); }),
+       {.cases = shapes({{6, 9}}), .order = 0, .why = "index output", .dtypes = kNumeric,
+        .grid = 1}},
+      {"argmin", un([](const Tensor& x) { return fx::argmin(x, 0, true); }),
+       {.cases = shapes({{45, 65}, {5, 7, 11}, {1}}), .order = 0, .why = "index output",
+        .dtypes = kNumeric}},
+      // composites
+      {"mean", un([](const Tensor& x) { return fx::mean(x); }), {.cases = nonempty}},
+      {"mean_axes_keepdim", un([](const Tensor& x) { return fx::mean(x, {0, -1}, true); }),
+       {.cases = shapes({{45, 65}, {5, 7, 11}})}},
+      {"logsumexp", un([](const Tensor& x) { return fx::logsumexp(x, -1); }),
+       {.cases = shapes({{45, 65}, {5, 7, 11}, {1, 3, 1}}), .range = {-3, 3}}},
+      {"logsumexp_all", un([](const Tensor& x) { return fx::logsumexp(x); }),
+       {.cases = nonempty}},
+      {"logsumexp_extreme", un([](const Tensor& x) { return fx::logsumexp(x, 0, true); }),
+       {.cases = shapes({{7, 3}}), .range = {500, 600}}},
+  };
+}
+
+}  // namespace fx::rows
+
+namespace {
+
+TEST(Reduce, MaxSharesTheGradientEquallyBetweenTies) {
+  auto x = fx::tensor({1, 3, 3, 2, 3, 0}, fx::f64).reshape({2, 3});
+  auto g = fx::gradient([](const fx::Tensor& x) { return fx::sum(fx::max(x, 1)); }, x);
+  EXPECT_EQ(fx::to_vector<double>(g), (std::vector<double>{0, 0.5, 0.5, 0, 1, 0}));
+  auto gmin = fx::gradient([](const fx::Tensor& x) { return fx::min(x); }, x);
+  EXPECT_EQ(fx::to_vector<double>(gmin), (std::vector<double>{0, 0, 0, 0, 0, 1}));
+}
+
+TEST(Reduce, ArgmaxTakesTheFirstOfEqualValues) {
+  auto x = fx::tensor({1, 3, 3, 3, 0, 3}, fx::f32).reshape({2, 3});
+  EXPECT_EQ(fx::to_vector<int64_t>(fx::argmax(x, 1)), (std::vector<int64_t>{1, 0}));
+  EXPECT_EQ(fx::to_vector<int64_t>(fx::argmin(x, 1)), (std::vector<int64_t>{0, 1}));
+  auto k = fx::argmax(x, 0, true);
+  EXPECT_EQ(k.dtype(), fx::i64);
+  EXPECT_EQ(k.shape(), (fx::Shape{1, 3}));
+}
+
+TEST(Reduce, NanPropagatesAndArgmaxPointsAtIt) {
+  auto x = fx::tensor({1, NAN, 3, NAN, 0, -1}, fx::f32).reshape({2, 3});
+  auto m = fx::to_vector<double>(fx::max(x, 1));
+  EXPECT_TRUE(std::isnan(m[0]) && std::isnan(m[1]));
+  EXPECT_TRUE(std::isnan(fx::min(x).item()));
+  EXPECT_EQ(fx::to_vector<int64_t>(fx::argmax(x, 1)), (std::vector<int64_t>{1, 0}));
+  EXPECT_EQ(fx::to_vector<int64_t>(fx::argmin(x, 1)), (std::vector<int64_t>{1, 0}));
+}
+
+TEST(Reduce, LogsumexpIsStableForLargeInputs) {
+  auto x = fx::tensor({1000, 1000, -1000}, fx::f64);
+  EXPECT_NEAR(fx::logsumexp(x).item(), 1000 + std::log(2.0), 1e-9);
+  auto g = fx::gradient([](const fx::Tensor& x) { return fx::logsumexp(x); }, x);
+  auto v = fx::to_vector<double>(g);
+  EXPECT_NEAR(v[0], 0.5, 1e-12);
+  EXPECT_NEAR(v[2], 0.0, 1e-12);
+}
+
+TEST(Reduce, ShapesOfReductions) {
+  auto x = fx::zeros({2, 3, 4});
+  EXPECT_EQ(fx::sum(x).shape(), fx::Shape{});
+  EXPECT_EQ(fx::sum(x, {0, 2}).shape(), (fx::Shape{3}));
+  EXPECT_EQ(fx::sum(x, -1, true).shape(), (fx::Shape{2, 3, 1}));
+  EXPECT_EQ(fx::mean(x, 1).shape(), (fx::Shape{2, 4}));
+  EXPECT_EQ(fx::sum(fx::zeros({0, 3})).item(), 0.0);
+  EXPECT_EQ(fx::sum(fx::ones({4, 2}, fx::boolean)).item(), 8.0);
+  EXPECT_EQ(fx::sum(fx::ones({4, 2}, fx::boolean)).dtype(), fx::i64);
+}
+
+}  // namespace
