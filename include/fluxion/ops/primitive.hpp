@@ -76,6 +76,9 @@ class PullbackArgs {
   const Tensor& input(int i) const;  // throws if the primitive does not save input i
   const Tensor& output() const;      // throws if the primitive does not save its output
   const Params& params() const { return params_; }
+  // The entry being differentiated: rules made at run time (fx::custom_rule) embed Primitive in
+  // a larger object and find their closures through it.
+  const Primitive& primitive() const { return prim_; }
   bool wants(int i) const { return i >= 64 || ((wants_ >> i) & 1u); }
 
  private:
