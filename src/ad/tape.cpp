@@ -39,6 +39,8 @@ class Tape {
  public:
   uint32_t gen = 0;
   uint32_t nslots = 0;
+  bool forward = false;          // a forward-mode level: slots hold tangents, no nodes
+  std::vector<Tensor> tangents;  // forward mode: tangent of each slot (undefined = zero)
   std::vector<Node> nodes;
   std::vector<uint32_t> in_slots;
   std::vector<Tensor> saved;
@@ -51,6 +53,8 @@ class Tape {
     in_slots.clear();
     saved.clear();
     ints.clear();
+    tangents.clear();
+    forward = false;
   }
 };
 
@@ -64,6 +68,7 @@ std::shared_ptr<Tape> new_tape() {
   t->reset();
   return std::shared_ptr<Tape>(t, [](Tape* p) {
     p->saved.clear();  // drop saved tensors now, not when the tape is reused
+    p->tangents.clear();
     if (!spare_tape) spare_tape.reset(p);
     else delete p;
   });
@@ -109,6 +114,36 @@ void record_on(Tape& t, const Primitive& p, std::span<const Tensor> in, Tensor& 
   ++stats.nodes_recorded;
 }
 
+// Forward mode at `level`: the output's tangent from the inputs' tangents, computed with only
+// the outer levels recording (so the pushforward's own ops are differentiated by them alone).
+void forward_on(Tape& t, int level, const Primitive& p, std::span<const Tensor> in, Tensor& out,
+                const Params& params) {
+  Tensor small[8];
+  std::vector<Tensor> big;
+  Tensor* dx = in.size() <= 8 ? small : (big.resize(in.size()), big.data());
+  bool any = false;
+  for (size_t i = 0; i < in.size(); ++i) {
+    uint32_t s = in[i].defined() ? find_slot(in[i], t.gen) : kNoSlot;
+    if (s != kNoSlot && t.tangents[s].defined()) {
+      dx[i] = t.tangents[s];
+      any = true;
+    }
+  }
+  if (!any) return;
+  FX_CHECK(p.jvp, "fx::jvp: primitive '", p.name, "' has no pushforward rule");
+  struct DepthGuard {
+    int saved = detail::recording_depth;
+    ~DepthGuard() { detail::recording_depth = saved; }
+  } guard;
+  detail::recording_depth = level;
+  Tensor dy = p.jvp(JvpArgs(p, in, out, params), dx);
+  detail::recording_depth = guard.saved;
+  uint32_t slot = t.nslots++;
+  t.tangents.push_back(std::move(dy));
+  add_tag(out, t.gen, slot);
+  ++stats.nodes_recorded;
+}
+
 }  // namespace
 
 TapeStats tape_stats() { return stats; }
@@ -119,8 +154,12 @@ void reset_tape_stats() { stats = {}; }
 namespace detail {
 void record(const Primitive& p, std::span<const Tensor> in, Tensor& out, const Params& params) {
   if (!is_floating(out.dtype())) return;
-  for (int level = 0; level < recording_depth; ++level)
-    ad::record_on(*ad::active_tapes[level], p, in, out, params);
+  const int depth = recording_depth;
+  for (int level = 0; level < depth; ++level) {
+    ad::Tape& t = *ad::active_tapes[level];
+    if (t.forward) ad::forward_on(t, level, p, in, out, params);
+    else ad::record_on(t, p, in, out, params);
+  }
 }
 }  // namespace detail
 
@@ -138,10 +177,11 @@ const Tensor& PullbackArgs::output() const {
 
 namespace ad {
 
-Recording Recording::begin() {
+Recording Recording::begin(Mode mode) {
   FX_CHECK(detail::recording_depth < kMaxTags, "fx::pullback: differentiation nested deeper than ",
            kMaxTags);
   Recording r(new_tape());
+  r.tape_->forward = mode == Mode::forward;
   active_tapes[detail::recording_depth++] = r.tape_.get();
   return r;
 }
@@ -166,7 +206,15 @@ void Recording::end() {
 
 size_t Recording::num_nodes() const { return tape_->nodes.size(); }
 
-Tensor Recording::track(const Tensor& x) {
+Tensor Recording::track(const Tensor& x, const Tensor& tangent) {
+  const bool forward = tape_->forward;
+  if (forward) {
+    FX_CHECK(!tangent.defined() || !x.defined() || tangent.shape() == x.shape(),
+             "fx::jvp: tangent ", tangent.shape(), " does not match argument ", x.shape());
+    tape_->tangents.push_back(tangent.defined() && x.defined() && is_floating(x.dtype())
+                                  ? astype(tangent, x.dtype())
+                                  : Tensor());
+  }
   if (!x.defined() || !is_floating(x.dtype())) {
     ++tape_->nslots;
     ++nleaves_;
@@ -188,7 +236,15 @@ Tensor Recording::track(const Tensor& x) {
   return t;
 }
 
+Tensor Recording::tangent(const Tensor& y) const {
+  FX_CHECK(tape_->forward, "fx::jvp: tangent() asked of a reverse-mode recording");
+  if (!y.defined()) return Tensor();
+  uint32_t s = find_slot(y, tape_->gen);
+  return s == kNoSlot ? Tensor() : tape_->tangents[s];
+}
+
 std::vector<Tensor> Recording::backward(const Tensor& y, const Tensor& dy) const {
+  FX_CHECK(!tape_->forward, "fx::pullback: backward() asked of a forward-mode recording");
   FX_CHECK(!active_, "fx::pullback: backward called while still recording");
   const Tape& t = *tape_;
   std::vector<Tensor> grads(t.nslots);

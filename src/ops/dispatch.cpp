@@ -1,5 +1,6 @@
 // Kernel dispatch and the shared forwards of elementwise primitives.
 #include "backend/backends.hpp"
+#include "fluxion/ops/create.hpp"
 #include "fluxion/ops/primitives.hpp"
 
 namespace fx {
@@ -58,4 +59,17 @@ std::span<Primitive* const> builtin_primitives() {
   return all;
 }
 
+}  // namespace fx
+
+namespace fx {
+Tensor linear_jvp(const JvpArgs& args, const Tensor* dx) {
+  const size_t n = args.num_inputs();
+  std::vector<Tensor> in(n);
+  for (size_t i = 0; i < n; ++i) {
+    const Tensor& x = args.input(int(i));
+    if (!x.defined() || !is_floating(x.dtype())) in[i] = x;  // indices, conditions: fixed
+    else in[i] = dx[i].defined() ? dx[i] : expanded_zeros_like(x);
+  }
+  return bind(args.primitive(), std::span<const Tensor>(in), args.params());
+}
 }  // namespace fx

@@ -11,91 +11,141 @@ namespace fx {
 
 #define FX_PULLBACK [](const PullbackArgs& a, const Tensor& dy, Tensor* dx)
 
+#define FX_JVP [](const JvpArgs& a, const Tensor* dx) -> Tensor
+
+namespace {
+// Sum of two tangents where undefined means zero.
+Tensor plus(const Tensor& a, const Tensor& b) {
+  if (!a.defined()) return b;
+  if (!b.defined()) return a;
+  return a + b;
+}
+// Tangent i, or an allocation-free zero of input i's shape.
+Tensor or_zeros(const JvpArgs& a, const Tensor* dx, int i) {
+  return dx[i].defined() ? dx[i] : expanded_zeros_like(a.input(i));
+}
+}  // namespace
+
 // ---- unary: dx = dy * f'(x), written in public ops so it differentiates again.
 Primitive neg_p{.name = "neg", .forward = elementwise_forward,
-                .pullback = FX_PULLBACK { dx[0] = neg(dy); (void)a; }};
+                .pullback = FX_PULLBACK { dx[0] = neg(dy); (void)a; },
+    .jvp = linear_jvp};
 Primitive exp_p{.name = "exp", .forward = elementwise_forward, .saves = saves::output,
-                .pullback = FX_PULLBACK { dx[0] = dy * a.output(); }};
+                .pullback = FX_PULLBACK { dx[0] = dy * a.output(); },
+    .jvp = FX_JVP { return dx[0] * a.output(); }};
 Primitive log_p{.name = "log", .forward = elementwise_forward, .saves = saves::input(0),
-                .pullback = FX_PULLBACK { dx[0] = dy / a.input(0); }};
+                .pullback = FX_PULLBACK { dx[0] = dy / a.input(0); },
+    .jvp = FX_JVP { return dx[0] / a.input(0); }};
 Primitive log1p_p{.name = "log1p", .forward = elementwise_forward, .saves = saves::input(0),
-                  .pullback = FX_PULLBACK { dx[0] = dy / (a.input(0) + 1.0); }};
+                  .pullback = FX_PULLBACK { dx[0] = dy / (a.input(0) + 1.0); },
+    .jvp = FX_JVP { return dx[0] / (a.input(0) + 1.0); }};
 Primitive sin_p{.name = "sin", .forward = elementwise_forward, .saves = saves::input(0),
-                .pullback = FX_PULLBACK { dx[0] = dy * cos(a.input(0)); }};
+                .pullback = FX_PULLBACK { dx[0] = dy * cos(a.input(0)); },
+    .jvp = FX_JVP { return dx[0] * cos(a.input(0)); }};
 Primitive cos_p{.name = "cos", .forward = elementwise_forward, .saves = saves::input(0),
-                .pullback = FX_PULLBACK { dx[0] = neg(dy * sin(a.input(0))); }};
+                .pullback = FX_PULLBACK { dx[0] = neg(dy * sin(a.input(0))); },
+    .jvp = FX_JVP { return neg(dx[0] * sin(a.input(0))); }};
 // tanh and sigmoid read only their output: the tape keeps y and lets x go.
 Primitive tanh_p{.name = "tanh", .forward = elementwise_forward, .saves = saves::output,
                  .pullback = FX_PULLBACK {
                    const Tensor& y = a.output();
                    dx[0] = dy * (1.0 - y * y);
-                 }};
+                 },
+    .jvp = FX_JVP { return dx[0] * (1.0 - a.output() * a.output()); }};
 Primitive sigmoid_p{.name = "sigmoid", .forward = elementwise_forward, .saves = saves::output,
                     .pullback = FX_PULLBACK {
                       const Tensor& y = a.output();
                       dx[0] = dy * (y * (1.0 - y));
-                    }};
+                    },
+    .jvp = FX_JVP { return dx[0] * (a.output() * (1.0 - a.output())); }};
 // relu' is taken as 0 at 0 (as in PyTorch and Flux).
 Primitive relu_p{.name = "relu", .forward = elementwise_forward, .saves = saves::output,
-                 .pullback = FX_PULLBACK { dx[0] = where(a.output() > 0.0, dy, 0.0); }};
+                 .pullback = FX_PULLBACK { dx[0] = where(a.output() > 0.0, dy, 0.0); },
+    .jvp = FX_JVP { return where(a.output() > 0.0, dx[0], 0.0); }};
 Primitive sqrt_p{.name = "sqrt", .forward = elementwise_forward, .saves = saves::output,
-                 .pullback = FX_PULLBACK { dx[0] = (dy / a.output()) * 0.5; }};
+                 .pullback = FX_PULLBACK { dx[0] = (dy / a.output()) * 0.5; },
+    .jvp = FX_JVP { return (dx[0] / a.output()) * 0.5; }};
 Primitive abs_p{.name = "abs", .forward = elementwise_forward, .saves = saves::input(0),
-                .pullback = FX_PULLBACK { dx[0] = dy * sign(a.input(0)); }};
+                .pullback = FX_PULLBACK { dx[0] = dy * sign(a.input(0)); },
+    .jvp = FX_JVP { return dx[0] * sign(a.input(0)); }};
 // sign is piecewise constant: no pullback, so its output is never tracked (a zero cotangent).
 Primitive sign_p{.name = "sign", .forward = elementwise_forward};
 
 // ---- with a number s = params.s
 Primitive add_scalar_p{.name = "add_scalar", .forward = elementwise_forward,
-                       .pullback = FX_PULLBACK { dx[0] = dy; (void)a; }};
+                       .pullback = FX_PULLBACK { dx[0] = dy; (void)a; },
+    .jvp = FX_JVP { (void)a; return dx[0]; }};
 Primitive mul_scalar_p{.name = "mul_scalar", .forward = elementwise_forward,
-                       .pullback = FX_PULLBACK { dx[0] = dy * a.params().s; }};
+                       .pullback = FX_PULLBACK { dx[0] = dy * a.params().s; },
+    .jvp = linear_jvp};
 Primitive pow_scalar_p{.name = "pow_scalar", .forward = elementwise_forward,
                        .saves = saves::input(0), .pullback = FX_PULLBACK {
                          double s = a.params().s;
                          if (s != 0) dx[0] = dy * (pow(a.input(0), s - 1) * s);
-                       }};
+                       },
+    .jvp = FX_JVP {
+      double s = a.params().s;
+      return s == 0 ? Tensor() : dx[0] * (pow(a.input(0), s - 1) * s);
+    }};
 
 // ---- binary on equal shapes (the public functions expand first)
 Primitive add_p{.name = "add", .forward = elementwise_forward, .pullback = FX_PULLBACK {
                   (void)a;
                   dx[0] = dy;
                   dx[1] = dy;
-                }};
+                },
+    .jvp = FX_JVP { (void)a; return plus(dx[0], dx[1]); }};
 Primitive sub_p{.name = "sub", .forward = elementwise_forward, .pullback = FX_PULLBACK {
                   dx[0] = dy;
                   if (a.wants(1)) dx[1] = neg(dy);
-                }};
+                },
+    .jvp = FX_JVP { (void)a; return plus(dx[0], dx[1].defined() ? neg(dx[1]) : Tensor()); }};
 Primitive mul_p{.name = "mul", .forward = elementwise_forward, .saves = saves::inputs,
                 .pullback = FX_PULLBACK {
                   if (a.wants(0)) dx[0] = dy * a.input(1);
                   if (a.wants(1)) dx[1] = dy * a.input(0);
-                }};
+                },
+    .jvp = FX_JVP {
+      return plus(dx[0].defined() ? dx[0] * a.input(1) : Tensor(),
+                  dx[1].defined() ? a.input(0) * dx[1] : Tensor());
+    }};
 Primitive div_p{.name = "div", .forward = elementwise_forward,
                 .saves = saves::input(1) | saves::output, .pullback = FX_PULLBACK {
                   Tensor g = dy / a.input(1);
                   if (a.wants(1)) dx[1] = neg(g * a.output());
                   dx[0] = std::move(g);
-                }};
+                },
+    .jvp = FX_JVP {
+      const Tensor& b = a.input(1);
+      return plus(dx[0].defined() ? dx[0] / b : Tensor(),
+                  dx[1].defined() ? neg(dx[1] * a.output() / b) : Tensor());
+    }};
 Primitive pow_p{.name = "pow", .forward = elementwise_forward,
                 .saves = saves::inputs | saves::output, .pullback = FX_PULLBACK {
                   const Tensor &x = a.input(0), &e = a.input(1);
                   if (a.wants(0)) dx[0] = dy * (e * pow(x, e - 1.0));
                   // d/de x^e = x^e log x, taken as 0 where x <= 0 (as PyTorch does)
                   if (a.wants(1)) dx[1] = where(x > 0.0, dy * (a.output() * log(x)), 0.0);
-                }};
+                },
+    .jvp = FX_JVP {
+      const Tensor &x = a.input(0), &e = a.input(1);
+      return plus(dx[0].defined() ? dx[0] * (e * pow(x, e - 1.0)) : Tensor(),
+                  dx[1].defined() ? where(x > 0.0, dx[1] * (a.output() * log(x)), 0.0) : Tensor());
+    }};
 Primitive maximum_p{.name = "maximum", .forward = elementwise_forward, .saves = saves::inputs,
                     .pullback = FX_PULLBACK {
                       Tensor first = a.input(0) >= a.input(1);
                       if (a.wants(0)) dx[0] = where(first, dy, 0.0);
                       if (a.wants(1)) dx[1] = where(first, 0.0, dy);
-                    }};
+                    },
+    .jvp = FX_JVP { return where(a.input(0) >= a.input(1), or_zeros(a, dx, 0), or_zeros(a, dx, 1)); }};
 Primitive minimum_p{.name = "minimum", .forward = elementwise_forward, .saves = saves::inputs,
                     .pullback = FX_PULLBACK {
                       Tensor first = a.input(0) <= a.input(1);
                       if (a.wants(0)) dx[0] = where(first, dy, 0.0);
                       if (a.wants(1)) dx[1] = where(first, 0.0, dy);
-                    }};
+                    },
+    .jvp = FX_JVP { return where(a.input(0) <= a.input(1), or_zeros(a, dx, 0), or_zeros(a, dx, 1)); }};
 
 // ---- comparisons: bool outputs, never differentiated
 Primitive eq_p{.name = "eq", .forward = compare_forward};
@@ -115,7 +165,8 @@ Primitive where_p{.name = "where",
                   .saves = saves::input(0), .pullback = FX_PULLBACK {
                     if (a.wants(1)) dx[1] = where(a.input(0), dy, 0.0);
                     if (a.wants(2)) dx[2] = where(a.input(0), 0.0, dy);
-                  }};
+                  },
+    .jvp = linear_jvp};
 Primitive astype_p{.name = "astype",
                    .forward = [](const Primitive& p, std::span<const Tensor> in, const Params& pr) {
                      Tensor out = Tensor::empty(in[0].shape(), pr.dtype, in[0].device());
@@ -125,11 +176,14 @@ Primitive astype_p{.name = "astype",
                    .pullback = FX_PULLBACK {
                      // params.shape is unused; the input dtype rides in params.i[0]
                      dx[0] = astype(dy, DType(a.params().i[0]));
-                   }};
+                   },
+    .jvp = linear_jvp};
 Primitive copy_p{.name = "copy", .forward = elementwise_forward,
-                 .pullback = FX_PULLBACK { dx[0] = dy; (void)a; }};
+                 .pullback = FX_PULLBACK { dx[0] = dy; (void)a; },
+    .jvp = FX_JVP { (void)a; return dx[0]; }};
 
 #undef FX_PULLBACK
+#undef FX_JVP
 
 // ---- public functions
 namespace {

@@ -43,7 +43,8 @@ Primitive index_select_p{
     .pullback = [](const PullbackArgs& a, const Tensor& dy, Tensor* dx) {
       const Params& p = a.params();
       dx[0] = index_add(expand(scalar(0, dy.dtype()), p.shape), p.i[0], a.input(1), dy);
-    }};
+    },
+    .jvp = linear_jvp};
 Primitive index_add_p{
     .name = "index_add",
     .forward = [](const Primitive& p, std::span<const Tensor> in, const Params& pr) {
@@ -53,7 +54,8 @@ Primitive index_add_p{
     .pullback = [](const PullbackArgs& a, const Tensor& dy, Tensor* dx) {
       if (a.wants(0)) dx[0] = dy;
       if (a.wants(2)) dx[2] = index_select(dy, a.params().i[0], a.input(1));
-    }};
+    },
+    .jvp = linear_jvp};
 Primitive gather_p{
     .name = "gather",
     .forward = [](const Primitive& p, std::span<const Tensor> in, const Params& pr) {
@@ -63,7 +65,8 @@ Primitive gather_p{
     .pullback = [](const PullbackArgs& a, const Tensor& dy, Tensor* dx) {
       const Params& p = a.params();
       dx[0] = scatter_add(expand(scalar(0, dy.dtype()), p.shape), p.i[0], a.input(1), dy);
-    }};
+    },
+    .jvp = linear_jvp};
 Primitive scatter_add_p{
     .name = "scatter_add",
     .forward = [](const Primitive& p, std::span<const Tensor> in, const Params& pr) {
@@ -73,7 +76,8 @@ Primitive scatter_add_p{
     .pullback = [](const PullbackArgs& a, const Tensor& dy, Tensor* dx) {
       if (a.wants(0)) dx[0] = dy;
       if (a.wants(2)) dx[2] = gather(dy, a.params().i[0], a.input(1));
-    }};
+    },
+    .jvp = linear_jvp};
 
 Tensor index_select(const Tensor& x, int64_t axis, const Tensor& index) {
   FX_CHECK(x.defined(), "fx::index_select: undefined tensor");

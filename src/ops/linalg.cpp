@@ -23,6 +23,12 @@ Primitive matmul_p{
     .pullback = [](const PullbackArgs& a, const Tensor& dy, Tensor* dx) {
       if (a.wants(0)) dx[0] = matmul(dy, transpose(a.input(1)));
       if (a.wants(1)) dx[1] = matmul(transpose(a.input(0)), dy);
+    },
+    .jvp = [](const JvpArgs& a, const Tensor* dx) {
+      Tensor l = dx[0].defined() ? matmul(dx[0], a.input(1)) : Tensor();
+      Tensor r = dx[1].defined() ? matmul(a.input(0), dx[1]) : Tensor();
+      if (!l.defined()) return r;
+      return r.defined() ? l + r : l;
     }};
 
 Tensor matmul(const Tensor& a0, const Tensor& b0) {

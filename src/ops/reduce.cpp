@@ -77,6 +77,17 @@ void extremum_pullback(const PullbackArgs& a, const Tensor& dy, Tensor* dx) {
   dx[0] = mask * expand(reshape(dy, keep) / count, p.shape);
 }
 
+// d max = the mean of the tangents at the maximising positions (ties share, as in the pullback).
+Tensor extremum_jvp(const JvpArgs& a, const Tensor* dx) {
+  const Params& p = a.params();
+  const Tensor& x = a.input(0);
+  Tensor mask = astype(x == unreduce(a.output(), p), x.dtype());
+  Params keepdim = p;
+  keepdim.i[1] = 1;
+  Tensor mean_dx = bind(sum_p, {mask * dx[0]}, keepdim) / bind(sum_p, {mask}, keepdim);
+  return reshape(mean_dx, a.output().shape());
+}
+
 Tensor reduce(Primitive& prim, const Tensor& x, const Axes& axes, bool keepdim) {
   FX_CHECK(x.defined(), "fx::", prim.name, ": undefined tensor");
   FX_CHECK(x.dtype() != boolean || &prim == &sum_p, "fx::", prim.name,
@@ -95,11 +106,12 @@ Tensor reduce(Primitive& prim, const Tensor& x, const Axes& axes, bool keepdim) 
 Primitive sum_p{.name = "sum", .forward = reduce_forward,
                 .pullback = [](const PullbackArgs& a, const Tensor& dy, Tensor* dx) {
                   dx[0] = unreduce(dy, a.params());
-                }};
+                },
+                .jvp = linear_jvp};
 Primitive max_p{.name = "max", .forward = reduce_forward, .saves = saves::input(0) | saves::output,
-                .pullback = extremum_pullback};
+                .pullback = extremum_pullback, .jvp = extremum_jvp};
 Primitive min_p{.name = "min", .forward = reduce_forward, .saves = saves::input(0) | saves::output,
-                .pullback = extremum_pullback};
+                .pullback = extremum_pullback, .jvp = extremum_jvp};
 Primitive argmax_p{.name = "argmax", .forward = arg_forward};
 Primitive argmin_p{.name = "argmin", .forward = arg_forward};
 

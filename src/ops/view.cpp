@@ -76,26 +76,32 @@ Tensor concat_forward(const Primitive& prim, std::span<const Tensor> in, const P
 }  // namespace
 
 Primitive reshape_p{.name = "reshape", .forward = reshape_forward,
-                    .pullback = FX_PULLBACK { dx[0] = reshape(dy, list_shape(a.params())); }};
+                    .pullback = FX_PULLBACK { dx[0] = reshape(dy, list_shape(a.params())); },
+    // Not linear_jvp: the forward assumes a contiguous input, which a tangent need not be.
+    .jvp = [](const JvpArgs& a, const Tensor* dx) { return reshape(dx[0], a.output().shape()); }};
 Primitive permute_p{.name = "permute", .forward = permute_forward, .pullback = FX_PULLBACK {
                       const Shape& perm = a.params().shape;
                       Shape inv = perm;
                       for (int d = 0; d < perm.size(); ++d) inv[int(perm[d])] = d;
                       dx[0] = permute(dy, inv);
-                    }};
+                    },
+    .jvp = linear_jvp};
 Primitive slice_p{.name = "slice", .forward = slice_forward, .pullback = FX_PULLBACK {
                     Params p = a.params();
                     dx[0] = bind(pad_slice_p, {dy}, p);
-                  }};
+                  },
+    .jvp = linear_jvp};
 // pad_slice(dy) = zeros(shape) with dy written at the slice: the adjoint of slice.
 Primitive pad_slice_p{.name = "pad_slice", .forward = pad_slice_forward,
                       .pullback = FX_PULLBACK {
                         const Params& p = a.params();
                         dx[0] = slice(dy, p.i[0], p.i[1], p.i[1] + (p.i[2] - 1) * p.i[3] + 1,
                                       p.i[3]);
-                      }};
+                      },
+    .jvp = linear_jvp};
 Primitive expand_p{.name = "expand", .forward = expand_forward,
-                   .pullback = FX_PULLBACK { dx[0] = sum_to(dy, list_shape(a.params())); }};
+                   .pullback = FX_PULLBACK { dx[0] = sum_to(dy, list_shape(a.params())); },
+    .jvp = linear_jvp};
 Primitive concat_p{.name = "concat", .forward = concat_forward, .pullback = FX_PULLBACK {
                      const Params& p = a.params();
                      int64_t at = 0;
@@ -103,7 +109,8 @@ Primitive concat_p{.name = "concat", .forward = concat_forward, .pullback = FX_P
                        if (a.wants(int(i))) dx[i] = slice(dy, p.i[0], at, at + p.list[i]);
                        at += p.list[i];
                      }
-                   }};
+                   },
+    .jvp = linear_jvp};
 #undef FX_PULLBACK
 
 Shape broadcast_shapes(const Shape& a, const Shape& b, const char* op) {

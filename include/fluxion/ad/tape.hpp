@@ -33,7 +33,10 @@ void reset_tape_stats();
 
 class Recording {
  public:
-  static Recording begin();
+  // reverse: nodes are recorded for backward(); forward: each value's tangent is computed as it
+  // is made (fx::jvp), from the tangents given to track().
+  enum class Mode { reverse, forward };
+  static Recording begin(Mode mode = Mode::reverse);
   Recording(Recording&&) noexcept;
   Recording& operator=(Recording&&) = delete;
   ~Recording();  // ends recording if end() was not called (e.g. on an exception)
@@ -41,7 +44,9 @@ class Recording {
   // A tracked alias of x: shares storage, keeps x's outer tags, adds this tape's.
   // Undefined and non-floating tensors are returned as they are (still counted as leaves, so
   // backward() results stay aligned with the order of track calls).
-  Tensor track(const Tensor& x);
+  Tensor track(const Tensor& x, const Tensor& tangent = Tensor());
+  // Forward mode: the tangent of y (undefined when y does not depend on the tracked leaves).
+  Tensor tangent(const Tensor& y) const;
   void end();
   // Cotangents of the tracked leaves, in the order they were tracked, given y's cotangent dy.
   // An undefined entry means "no dependence" (a zero).

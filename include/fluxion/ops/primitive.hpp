@@ -32,11 +32,16 @@ struct Params {
 };
 
 class PullbackArgs;
+class JvpArgs;
 using ForwardFn = Tensor (*)(const struct Primitive& p, std::span<const Tensor> in,
                              const Params& params);
 // Writes the cotangent of input i into dx[i] for each i with args.wants(i); leaving dx[i]
 // undefined means a zero cotangent.
 using PullbackFn = void (*)(const PullbackArgs& args, const Tensor& dy, Tensor* dx);
+
+// Returns the output's tangent given the inputs' tangents dx (undefined = zero); written in public
+// ops so forward mode nests with reverse mode (Hessian-vector products).
+using JvpFn = Tensor (*)(const JvpArgs& args, const Tensor* dx);
 
 // Arguments of one kernel call: inputs and the already allocated output.
 struct KernelCall {
@@ -63,6 +68,7 @@ struct Primitive {
   ForwardFn forward = nullptr;
   uint32_t saves = saves::nothing;
   PullbackFn pullback = nullptr;  // null: not differentiable (outputs are never tracked)
+  JvpFn jvp = nullptr;            // forward mode; null makes fx::jvp through it an fx::Error
   // Kernels per device, in the order backends are tried; filled by backend registration.
   KernelFn kernels[kNumDevices][kMaxBackends] = {};
 };
@@ -88,6 +94,28 @@ class PullbackArgs {
   const Params& params_;
   uint64_t wants_;
 };
+
+// What a pushforward may read: every input, the output and the parameters.
+class JvpArgs {
+ public:
+  JvpArgs(const Primitive& p, std::span<const Tensor> in, const Tensor& out, const Params& params)
+      : prim_(p), in_(in), out_(out), params_(params) {}
+  const Tensor& input(int i) const { return in_[size_t(i)]; }
+  size_t num_inputs() const { return in_.size(); }
+  const Tensor& output() const { return out_; }
+  const Params& params() const { return params_; }
+  const Primitive& primitive() const { return prim_; }
+
+ private:
+  const Primitive& prim_;
+  std::span<const Tensor> in_;
+  const Tensor& out_;
+  const Params& params_;
+};
+
+// The pushforward of a primitive linear in its floating inputs (views, sums, indexing with fixed
+// indices, where with a fixed condition): the primitive itself applied to the tangents.
+Tensor linear_jvp(const JvpArgs& args, const Tensor* dx);
 
 namespace detail {
 // Non-zero while any differentiation is recording on this thread (see ad/tape.hpp).

@@ -7,6 +7,7 @@
 //
 // For a function y = f(x) it draws a cotangent u and a direction v and checks
 //   <u, J v>  (reverse:  <back(u), v>)   against   <u, f(x + eps v) - f(x - eps v)> / (2 eps).
+// Unless options.forward is false, forward mode must agree too: <u, jvp(f, x, v)> = <back(u), v>.
 // With order 2 it then checks h(x) = <back_x(u), w> the same way, which differentiates the
 // pullback itself (gradient of gradient). Arguments may be tensors, numbers or FX_FIELDS
 // structs; only floating tensor leaves are perturbed.
@@ -16,6 +17,7 @@
 #include <sstream>
 #include <string>
 
+#include "fluxion/ad/forward.hpp"
 #include "fluxion/ad/reverse.hpp"
 #include "fluxion/ops.hpp"
 
@@ -27,6 +29,7 @@ struct GradcheckOptions {
   double rtol = 1e-6;
   double atol = 1e-9;
   uint64_t seed = 0x9c;
+  bool forward = true;  // also check forward mode: <u, jvp(v)> must equal <back(u), v>
 };
 
 struct GradcheckResult {
@@ -107,6 +110,14 @@ GradcheckResult check_first_order(F& f, const GradcheckOptions& o, Generator& ge
   std::ostringstream os;
   os << "gradcheck: <u, J v> analytic " << analytic << " vs numeric " << numeric << " (|diff| "
      << std::abs(analytic - numeric) << ", tolerance " << tol << ")";
+  if (o.forward) {
+    Tensor dy = jvp(f, std::tuple<Args...>(xs...), vs).second;
+    double forward = sum(dy * u).item();
+    double ftol = o.atol + 1e-9 * std::max({1.0, std::abs(analytic), std::abs(forward)});
+    bool fok = std::abs(forward - analytic) <= ftol;
+    r.ok = r.ok && fok;
+    os << "; forward mode <u, jvp(v)> " << forward << (fok ? " agrees" : " DISAGREES");
+  }
   r.message = os.str();
   return r;
 }
