@@ -44,7 +44,9 @@ class Tape {
   std::vector<Node> nodes;
   std::vector<uint32_t> in_slots;
   std::vector<Tensor> saved;
+  std::vector<uint32_t> saved_versions;  // storage version of each saved tensor when saved
   std::vector<int64_t> ints;
+  std::vector<std::shared_ptr<const void>> owners;  // run-time rules its nodes point into
 
   void reset() {
     gen = next_generation.fetch_add(1, std::memory_order_relaxed);
@@ -52,9 +54,11 @@ class Tape {
     nodes.clear();
     in_slots.clear();
     saved.clear();
+    saved_versions.clear();
     ints.clear();
     tangents.clear();
     forward = false;
+    owners.clear();
   }
 };
 
@@ -69,6 +73,7 @@ std::shared_ptr<Tape> new_tape() {
   return std::shared_ptr<Tape>(t, [](Tape* p) {
     p->saved.clear();  // drop saved tensors now, not when the tape is reused
     p->tangents.clear();
+    p->owners.clear();
     if (!spare_tape) spare_tape.reset(p);
     else delete p;
   });
@@ -84,7 +89,23 @@ uint32_t find_slot(const Tensor& x, uint32_t gen) {
 void add_tag(Tensor& x, uint32_t gen, uint32_t slot) {
   TensorImpl* p = x.impl();
   FX_CHECK(p->ntags < kMaxTags, "fx::pullback: differentiation nested deeper than ", kMaxTags);
-  p->tags[p->ntags++] = Tag{gen, slot};
+  p->tags[p->ntags++] = Tag{gen, slot, uint32_t(p->storage->version)};
+}
+
+// The slot of input `x` of primitive `p` on tape generation `gen`, after checking that x's data
+// is still what was recorded (an in-place write through another view would make the recorded
+// dependency a lie).
+uint32_t input_slot(const Tensor& x, uint32_t gen, const Primitive& p) {
+  const TensorImpl* t = x.impl();
+  for (int k = 0; k < t->ntags; ++k) {
+    if (t->tags[k].tape != gen) continue;
+    FX_CHECK(t->tags[k].version == uint32_t(t->storage->version), "fx::", p.name, ": input ",
+             x.shape(), " was overwritten in place through another view after it was computed, "
+             "so its derivative is unknown; update it through the handle that is used, or clone "
+             "it before writing");
+    return t->tags[k].slot;
+  }
+  return kNoSlot;
 }
 
 void record_on(Tape& t, const Primitive& p, std::span<const Tensor> in, Tensor& out,
@@ -92,7 +113,7 @@ void record_on(Tape& t, const Primitive& p, std::span<const Tensor> in, Tensor& 
   uint32_t in_begin = uint32_t(t.in_slots.size());
   bool any = false;
   for (const Tensor& x : in) {
-    uint32_t s = x.defined() ? find_slot(x, t.gen) : kNoSlot;
+    uint32_t s = x.defined() ? input_slot(x, t.gen, p) : kNoSlot;
     any |= s != kNoSlot;
     t.in_slots.push_back(s);
   }
@@ -110,6 +131,8 @@ void record_on(Tape& t, const Primitive& p, std::span<const Tensor> in, Tensor& 
   for (size_t i = 0; i < in.size(); ++i)
     t.saved.push_back(i < 31 && ((p.saves >> i) & 1u) ? in[i] : Tensor());
   t.saved.push_back(p.saves & saves::output ? out : Tensor());
+  for (size_t i = t.saved_versions.size(); i < t.saved.size(); ++i)
+    t.saved_versions.push_back(t.saved[i].defined() ? uint32_t(t.saved[i].storage()->version) : 0);
   add_tag(out, t.gen, n.out_slot);
   ++stats.nodes_recorded;
 }
@@ -123,7 +146,7 @@ void forward_on(Tape& t, int level, const Primitive& p, std::span<const Tensor> 
   Tensor* dx = in.size() <= 8 ? small : (big.resize(in.size()), big.data());
   bool any = false;
   for (size_t i = 0; i < in.size(); ++i) {
-    uint32_t s = in[i].defined() ? find_slot(in[i], t.gen) : kNoSlot;
+    uint32_t s = in[i].defined() ? input_slot(in[i], t.gen, p) : kNoSlot;
     if (s != kNoSlot && t.tangents[s].defined()) {
       dx[i] = t.tangents[s];
       any = true;
@@ -148,6 +171,18 @@ void forward_on(Tape& t, int level, const Primitive& p, std::span<const Tensor> 
 
 TapeStats tape_stats() { return stats; }
 void reset_tape_stats() { stats = {}; }
+
+int num_active_tapes() { return detail::recording_depth; }
+ActiveTape active_tape(int level) {
+  return {active_tapes[level]->gen, active_tapes[level]->forward};
+}
+void keep_alive(const Tensor& out, std::shared_ptr<const void> owner) {
+  for (int level = 0; level < detail::recording_depth; ++level) {
+    Tape& t = *active_tapes[level];
+    if (t.forward || find_slot(out, t.gen) == kNoSlot) continue;
+    if (t.owners.empty() || t.owners.back() != owner) t.owners.push_back(owner);
+  }
+}
 
 }  // namespace ad
 
@@ -272,6 +307,13 @@ std::vector<Tensor> Recording::backward(const Tensor& y, const Tensor& dy) const
     for (uint32_t i = 0; i < n.nin; ++i)
       if (t.in_slots[n.in_begin + i] != kNoSlot) wants |= i < 64 ? uint64_t(1) << i : 0;
     const Tensor* saved = &t.saved[n.saved_begin];
+    for (uint32_t i = 0; i <= n.nin; ++i) {
+      const Tensor& v = saved[i];
+      FX_CHECK(!v.defined() || uint32_t(v.storage()->version) == t.saved_versions[n.saved_begin + i],
+               "fx::pullback: '", n.prim->name, "' needs its ", i == n.nin ? "output" : "input",
+               " ", v.shape(), ", which was overwritten in place after it was computed; clone it "
+               "before writing, or write a new tensor instead");
+    }
     Tensor* out = n.nin <= 64 ? dx : (dx_big.assign(n.nin, Tensor()), dx_big.data());
     PullbackArgs args(*n.prim, saved, saved[n.nin], *params, wants);
     n.prim->pullback(args, g, out);

@@ -99,6 +99,23 @@ Primitive pad_slice_p{.name = "pad_slice", .forward = pad_slice_forward,
                                       p.i[3]);
                       },
     .jvp = linear_jvp};
+// slice_set(base, value) = base with value written at a slice: what element and slice
+// assignment record (fluxion/ops/inplace.hpp). Params as slice's; shape = base shape.
+Primitive slice_set_p{
+    .name = "slice_set",
+    .forward = [](const Primitive& prim, std::span<const Tensor> in, const Params& p) {
+      Tensor out = Tensor::empty(p.shape, in[0].dtype(), in[0].device());
+      dispatch({prim, in, out, p});
+      return out;
+    },
+    .pullback = FX_PULLBACK {
+      const Params& p = a.params();
+      int64_t stop = p.i[1] + (p.i[2] - 1) * p.i[3] + 1;
+      Tensor part = slice(dy, p.i[0], p.i[1], stop, p.i[3]);
+      if (a.wants(0)) dx[0] = bind(slice_set_p, {dy, expanded_zeros_like(part)}, p);
+      if (a.wants(1)) dx[1] = part;
+    },
+    .jvp = linear_jvp};
 Primitive expand_p{.name = "expand", .forward = expand_forward,
                    .pullback = FX_PULLBACK { dx[0] = sum_to(dy, list_shape(a.params())); },
     .jvp = linear_jvp};
@@ -247,6 +264,30 @@ Tensor slice(const Tensor& x, int64_t axis, int64_t start, int64_t stop, int64_t
   p.i[3] = step;
   p.shape = x.shape();
   return bind(slice_p, {x}, p);
+}
+
+Tensor slice_set(const Tensor& base, int64_t axis, int64_t start, int64_t stop, int64_t step,
+                 const Tensor& value) {
+  FX_CHECK(base.defined() && value.defined(), "fx::slice_set: undefined tensor");
+  int a = normalize_axis(axis, base.ndim(), "fx::slice_set");
+  FX_CHECK(step >= 1, "fx::slice_set: step must be positive, got ", step);
+  int64_t n = base.shape()[a];
+  if (start < 0) start += n;
+  if (stop < 0) stop += n;
+  start = std::clamp<int64_t>(start, 0, n);
+  stop = std::clamp<int64_t>(stop, start, n);
+  Shape region = base.shape();
+  region[a] = (stop - start + step - 1) / step;
+  Tensor v = astype(value, promote(base.dtype(), value.dtype()));
+  FX_CHECK(broadcast_shapes(v.shape(), region, "slice_set") == region, "fx::slice_set: value ",
+           value.shape(), " does not fit the slice ", region, " of ", base.shape());
+  Params p;
+  p.i[0] = a;
+  p.i[1] = start;
+  p.i[2] = region[a];
+  p.i[3] = step;
+  p.shape = base.shape();
+  return bind(slice_set_p, {astype(base, v.dtype()), expand(v, region)}, p);
 }
 
 Tensor select(const Tensor& x, int64_t axis, int64_t index) {

@@ -48,6 +48,12 @@ std::vector<Row> view_rows() {
       {"pad_slice", pad(1, 2, 3, 2), {.cases = shapes({{45, 21}, {5, 3, 11}}),
                                       .dtypes = kNumeric}},
       {"pad_slice_axis0", pad(0, 0, 1, 3), {.cases = shapes({{4}, {2, 3, 1}})}},
+      // slice_set(base, value): what element and slice assignment record.
+      {"slice_set", [](const Args& a) { return fx::slice_set(a[0], 1, 1, 6, 2, a[1]); },
+       {.cases = pairs({{{4, 7}, {4, 3}}, {{2, 7, 3}, {2, 3, 3}}, {{3, 7}, {3, 1}}}),
+        .dtypes = kNumeric}},
+      {"slice_set_axis0", [](const Args& a) { return fx::slice_set(a[0], 0, -2, 100, 1, a[1]); },
+       {.cases = pairs({{{5, 2}, {2, 2}}, {{3}, {}}})}},
       {"expand",
        un([](const Tensor& x) {
          Shape s{2};

@@ -23,10 +23,13 @@
 
 namespace fx {
 
-// Marks a value as tracked by tape generation `tape`, under cotangent slot `slot`.
+// Marks a value as tracked by tape generation `tape`, under cotangent slot `slot`. `version` is
+// the storage's version when the value was tagged: a later in-place write through another
+// handle changes the data without the tape knowing, which AD reports instead of using.
 struct Tag {
   uint32_t tape;
   uint32_t slot;
+  uint32_t version;
 };
 inline constexpr int kMaxTags = 8;  // deepest nesting of differentiation
 
@@ -112,12 +115,48 @@ class Tensor {
 
   std::string to_string() const;
 
+  // In-place updates (fluxion/ops/inplace.hpp): the storage is written, so every view of it
+  // sees the change, and differentiation records the new value. Inside a differentiated
+  // function a value the backward pass still needs must not be overwritten: fx::pullback then
+  // throws fx::Error naming the op rather than returning a wrong gradient.
+  Tensor& operator+=(const Tensor& o);
+  Tensor& operator-=(const Tensor& o);
+  Tensor& operator*=(const Tensor& o);
+  Tensor& operator/=(const Tensor& o);
+  Tensor& operator+=(double o);
+  Tensor& operator-=(double o);
+  Tensor& operator*=(double o);
+  Tensor& operator/=(double o);
+  Tensor& copy_(const Tensor& src);  // contents := src (broadcast, converted)
+  Tensor& fill_(double value);
+  // self[..., start:stop:step, ...] = value along axis (value broadcasts to the slice).
+  Tensor& slice_assign(int64_t axis, int64_t start, int64_t stop, const Tensor& value,
+                       int64_t step = 1);
+  class ElementRef;
+  // x.at({i, j}) = v; Tensor e = x.at({i, j});  (negative indices count from the end)
+  ElementRef at(std::initializer_list<int64_t> index);
+
  private:
   void check_dtype(DType want) const;
   TensorImpl* p_ = nullptr;
 };
 
 std::ostream& operator<<(std::ostream& os, const Tensor& t);
+
+// A reference to one element (or the sub-tensor at a prefix of indices) of a tensor.
+class Tensor::ElementRef {
+ public:
+  ElementRef(Tensor& t, std::initializer_list<int64_t> index);
+  ElementRef& operator=(const Tensor& value);
+  ElementRef& operator=(double value);
+  Tensor value() const;  // the current value (a view)
+  operator Tensor() const { return value(); }
+
+ private:
+  Tensor& t_;
+  int64_t index_[kMaxDims];
+  int n_ = 0;
+};
 
 // Contiguous row-major strides of `s`.
 std::array<int64_t, kMaxDims> contiguous_strides(const Shape& s);

@@ -18,7 +18,7 @@ namespace fx {
   /* comparisons */ X(eq) X(ne) X(lt) X(le) X(gt) X(ge)                                      \
   /* selection and conversion */ X(where) X(astype) X(copy)                                  \
   /* reductions */ X(sum) X(max) X(min) X(argmax) X(argmin)                                  \
-  /* views and their adjoints */ X(reshape) X(permute) X(slice) X(pad_slice) X(expand)       \
+  /* views and their adjoints */ X(reshape) X(permute) X(slice) X(pad_slice) X(slice_set) X(expand)       \
   X(concat)                                                                                   \
   /* linear algebra */ X(matmul)                                                             \
   /* indexing */ X(index_select) X(index_add) X(gather) X(scatter_add)

@@ -23,6 +23,10 @@ Tensor squeeze(const Tensor& x, int64_t axis);
 Tensor unsqueeze(const Tensor& x, int64_t axis);
 // x[..., start:stop:step, ...] along `axis`; negative start/stop count from the end.
 Tensor slice(const Tensor& x, int64_t axis, int64_t start, int64_t stop, int64_t step = 1);
+// base with base[..., start:stop:step, ...] = value (broadcast), as a new tensor; differentiable in
+// both. The in-place form is fx::Tensor::slice_assign (fluxion/ops/inplace.hpp).
+Tensor slice_set(const Tensor& base, int64_t axis, int64_t start, int64_t stop, int64_t step,
+                 const Tensor& value);
 // x[..., index, ...] along `axis` (drops that axis).
 Tensor select(const Tensor& x, int64_t axis, int64_t index);
 Tensor expand(const Tensor& x, const Shape& shape);

@@ -94,16 +94,12 @@ bool gather_scatter(const KernelCall& c) {
 }
 
 // out = zeros(params.shape); out[.., start + j*step, ..] = dy[.., j, ..] along params.i[0].
-bool pad_slice(const KernelCall& c) {
-  const Tensor& dy = c.in[0];
-  const Tensor& out = c.out;
-  const int axis = int(c.params.i[0]);
-  const int64_t start = c.params.i[1], step = c.params.i[2];
-  std::memset(out.raw_data(), 0, size_t(out.numel()) * itemsize(out.dtype()));
-  visit_dtype(dy.dtype(), [&]<class T>() {
-    const T* dp = dy.data<T>();
+// Writes `part` into out at out[.., start + j*step, ..] along axis (out already initialised).
+void write_slice(const Tensor& out, const Tensor& part, int axis, int64_t start, int64_t step) {
+  visit_dtype(part.dtype(), [&]<class T>() {
+    const T* dp = part.data<T>();
     T* op = out.data<T>();
-    const Shape& s = dy.shape();
+    const Shape& s = part.shape();
     for (int64_t i = 0, n = s.numel(); i < n; ++i) {
       int64_t rem = i, oo = 0;
       for (int d = s.size() - 1; d >= 0; --d) {
@@ -112,9 +108,23 @@ bool pad_slice(const KernelCall& c) {
         if (d == axis) cd = start + cd * step;
         oo += cd * out.stride(d);
       }
-      op[oo] = dp[offset_of(i, dy)];
+      op[oo] = dp[offset_of(i, part)];
     }
   });
+}
+
+// out = zeros(params.shape) with dy written at the slice (params: axis, start, step).
+bool pad_slice(const KernelCall& c) {
+  const Tensor& out = c.out;
+  std::memset(out.raw_data(), 0, size_t(out.numel()) * itemsize(out.dtype()));
+  write_slice(out, c.in[0], int(c.params.i[0]), c.params.i[1], c.params.i[2]);
+  return true;
+}
+
+// out = base with value written at the slice (params as slice's: axis, start, length, step).
+bool slice_set(const KernelCall& c) {
+  copy_into(c.out, c.in[0]);
+  write_slice(c.out, c.in[1], int(c.params.i[0]), c.params.i[1], c.params.i[3]);
   return true;
 }
 
@@ -153,6 +163,7 @@ void register_reference_index() {
   register_kernel(gather_p, cpu, r, gather_scatter<true>);
   register_kernel(scatter_add_p, cpu, r, gather_scatter<false>);
   register_kernel(pad_slice_p, cpu, r, pad_slice);
+  register_kernel(slice_set_p, cpu, r, slice_set);
   register_kernel(concat_p, cpu, r, concat);
 }
 
