@@ -10,6 +10,7 @@
 //
 // Library code should include the narrower headers it uses (compile time matters).
 #pragma once
+#include "fluxion/ad/forward.hpp"
 #include "fluxion/ad/reverse.hpp"
 #include "fluxion/ad/scalar.hpp"
 #include "fluxion/core/fields.hpp"

@@ -5,6 +5,7 @@
 #pragma once
 #include "fluxion/ops/create.hpp"
 #include "fluxion/ops/elementwise.hpp"
+#include "fluxion/ops/inplace.hpp"
 #include "fluxion/ops/index.hpp"
 #include "fluxion/ops/linalg.hpp"
 #include "fluxion/ops/primitive.hpp"
