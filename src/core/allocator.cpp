@@ -82,9 +82,9 @@ T* pool_new(FreeNode*& head, size_t& count) {
     void* p = head;
     head = head->next;
     --count;
-    return new (p) T();
+    return new (p) T;  // default-init: only member initializers run, no zeroing of the whole object
   }
-  return new T();
+  return new T;
 }
 template <class T>
 void pool_delete(T* p, FreeNode*& head, size_t& count) {
@@ -102,7 +102,7 @@ void pool_delete(T* p, FreeNode*& head, size_t& count) {
 void* cache_alloc(size_t n, int&) { return system_alloc(n); }
 void cache_free(void* p, size_t) { std::free(p); }
 template <class T>
-T* pool_new(FreeNode*&, size_t&) { return new T(); }
+T* pool_new(FreeNode*&, size_t&) { return new T; }
 template <class T>
 void pool_delete(T* p, FreeNode*&, size_t&) { delete p; }
 #endif
