@@ -10,9 +10,11 @@
 //
 // Library code should include the narrower headers it uses (compile time matters).
 #pragma once
+#include "fluxion/ad/dual.hpp"
 #include "fluxion/ad/forward.hpp"
 #include "fluxion/ad/reverse.hpp"
 #include "fluxion/ad/scalar.hpp"
+#include "fluxion/ad/scalar_derivatives.hpp"
 #include "fluxion/core/fields.hpp"
 #include "fluxion/core/tensor.hpp"
 #include "fluxion/data/dataloader.hpp"

@@ -8,8 +8,23 @@
 namespace fx {
 namespace ad {
 
-thread_local ScalarTape* active_scalar_tape = nullptr;
-thread_local uint32_t active_scalar_tape_id = 0;
+thread_local constinit ScalarTape* active_scalar_tape = nullptr;
+thread_local constinit uint32_t active_scalar_tape_id = 0;
+
+void scalar_tape_mismatch() {
+  detail::fail("fx::Real: a variable from another scalar gradient (finished, or an outer one "
+               "captured by a nested gradient) was used; for higher derivatives of scalar code "
+               "differentiate fx::Dual code in reverse (fx::hessian in scalar_derivatives.hpp) "
+               "or differentiate tensors instead");
+}
+
+void ScalarTape::grow(size_t statements) {
+  slot_store_.resize(statements);
+  partial_store_.resize(statements);
+  slots_ = slot_store_.data();
+  partials_ = partial_store_.data();
+  cap_ = uint32_t(statements);
+}
 
 namespace {
 // Tapes are reused across gradient calls so steady-state loops do not allocate.
@@ -18,18 +33,20 @@ std::atomic<uint32_t> next_tape_id{0};  // global: a Real may cross threads
 }  // namespace
 
 const std::vector<double>& ScalarTape::adjoints(uint32_t out, double seed) {
-  std::vector<double>& adj = adj_;
-  adj.assign(ends.size() + 1, 0.0);
-  if (out == 0) return adj;
-  adj[out] = seed;
-  const Operand* ops = operands.data();
-  for (size_t k = ends.size(); k >= 1; --k) {
-    double a = adj[k];
-    if (a == 0) continue;
-    uint32_t begin = k >= 2 ? ends[k - 2] : 0;
-    for (uint32_t j = begin; j < ends[k - 1]; ++j) adj[ops[j].index] += a * ops[j].partial;
+  adj_.assign(size_t(n_) + 1, 0.0);
+  if (out == 0) return adj_;
+  double* w = adj_.data();
+  w[out] = seed;
+  // Statements after `out` cannot feed it; inputs (no operands) only feed the sink.
+  for (size_t k = out; k >= 1; --k) {
+    const double a = w[k];
+    const Slots s = slots_[k - 1];
+    const Partials p = partials_[k - 1];
+    w[s.a] += a * p.da;
+    w[s.b] += a * p.db;
   }
-  return adj;
+  w[0] = 0;
+  return adj_;
 }
 
 ScalarRecording::ScalarRecording() : outer_(active_scalar_tape), outer_id_(active_scalar_tape_id) {

@@ -20,49 +20,48 @@ namespace fx {
 
 namespace ad {
 
-// One recorded operation: the result's index and the (operand index, partial) pairs that feed it.
+// One recorded operation per result: two (operand index, partial) slots. A unary operation or a
+// constant operand uses the sink (index 0, partial 0), so there is no per-statement count and the
+// reverse sweep is branch-free. Indices and partials live in separate arrays (12 + 16 bytes).
 struct ScalarTape {
-  struct Operand {
-    uint32_t index;
-    double partial;
+  struct Slots {
+    uint32_t a, b;
   };
-  std::vector<uint32_t> ends;      // ends[k]: end of statement k+1's operands in `operands`
-  std::vector<Operand> operands;
-  ScalarTape() {
-    ends.reserve(1 << 16);
-    operands.reserve(1 << 17);
-  }
-  void clear() {
-    ends.clear();
-    operands.clear();
-  }
-  // Index of a new independent variable (no operands).
-  uint32_t variable() {
-    ends.push_back(uint32_t(operands.size()));
-    return uint32_t(ends.size());
-  }
-  uint32_t push1(uint32_t a, double da) {
-    operands.push_back({a, da});
-    ends.push_back(uint32_t(operands.size()));
-    return uint32_t(ends.size());
-  }
+  struct Partials {
+    double da, db;
+  };
+  ScalarTape() { grow(1 << 16); }
+  void clear() { n_ = 0; }
   uint32_t push2(uint32_t a, double da, uint32_t b, double db) {
-    operands.push_back({a, da});
-    operands.push_back({b, db});
-    ends.push_back(uint32_t(operands.size()));
-    return uint32_t(ends.size());
+    if (n_ == cap_) [[unlikely]] grow(2 * size_t(cap_));
+    slots_[n_] = {a, b};
+    partials_[n_] = {da, db};
+    return ++n_;
   }
+  uint32_t push1(uint32_t a, double da) { return push2(a, da, 0, 0.0); }
+  uint32_t variable() { return push2(0, 0.0, 0, 0.0); }  // an independent input
+  size_t size() const { return n_; }
   // Adjoints of every index given the seed adjoint of `out`; index 0 (constants) is a sink.
   // The buffer belongs to the tape (reused across calls, so large tapes do not page-fault anew).
   const std::vector<double>& adjoints(uint32_t out, double seed = 1.0);
 
  private:
+  [[gnu::noinline]] void grow(size_t statements);  // off the hot path
+  std::vector<Slots> slot_store_;
+  std::vector<Partials> partial_store_;
+  Slots* slots_ = nullptr;
+  Partials* partials_ = nullptr;
+  uint32_t n_ = 0, cap_ = 0;
   std::vector<double> adj_;
 };
 
 // The tape of the innermost scalar gradient running on this thread (null when none), and its id.
-extern thread_local ScalarTape* active_scalar_tape;
-extern thread_local uint32_t active_scalar_tape_id;
+// constinit: no thread-local initialisation check on every operation.
+extern thread_local constinit ScalarTape* active_scalar_tape;
+extern thread_local constinit uint32_t active_scalar_tape_id;
+// Out of line and cold, so the message-building code does not keep Real's operators from
+// inlining.
+[[noreturn, gnu::cold, gnu::noinline]] void scalar_tape_mismatch();
 
 }  // namespace ad
 
@@ -91,7 +90,8 @@ class Real {
     if (!(a.i_ | b.i_)) return Real(y);
     if (a.i_) a.check_tape();
     if (b.i_) b.check_tape();
-    return Real(y, ad::active_scalar_tape->push2(a.i_, da, b.i_, db));
+    // A constant operand has index 0: its slot feeds the sink.
+    return Real(y, ad::active_scalar_tape->push2(a.i_, a.i_ ? da : 0.0, b.i_, b.i_ ? db : 0.0));
   }
 
   friend Real operator+(const Real& a, const Real& b) { return binary(a, b, a.v_ + b.v_, 1, 1); }
@@ -113,10 +113,7 @@ class Real {
  private:
   // A variable of another (outer or finished) recording would corrupt this tape's indices.
   void check_tape() const {
-    if (tape_ != ad::active_scalar_tape_id) [[unlikely]]
-      detail::fail("fx::Real: a variable from another scalar gradient (finished, or an outer "
-                   "one captured by a nested gradient) was used; nest derivatives of scalar code "
-                   "with fx::Dual (forward over reverse) or differentiate tensors instead");
+    if (tape_ != ad::active_scalar_tape_id) [[unlikely]] ad::scalar_tape_mismatch();
   }
   double v_ = 0;
   uint32_t i_ = 0;      // 0: a constant

@@ -1,0 +1,259 @@
+// Scalar reverse-mode AD (fx::Real through fx::gradient) against the same generic code run on
+// double, in one run: (a) a dot product of length 10^6, (b) ADBench's GMM objective (d=10, K=25,
+// 1000 points). Prints name=value lines; times are medians of repeated runs (each after a warm-up
+// call, so tapes are already grown, as in any loop that takes many gradients).
+//
+//   ./build/bench/scalar_ad [gmm-file] [repetitions]
+//   dot_plain_ns_per_op=... dot_gradient_ns_per_op=... dot_ratio=...
+//   gmm_objective_s=... gmm_gradient_s=... gmm_ratio=... gmm_fd_max_rel_error=...
+//
+// "ns per op" divides by the primal's scalar operations (2 per dot element: a multiply, an add).
+// The GMM objective follows ADBench's reference C++ (gmm.h): Q = exp(diag) + strictly-lower icf,
+// a log-sum-exp over components per point, the alphas' log-sum-exp and the Wishart prior.
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <numbers>
+#include <random>
+#include <string>
+#include <tuple>
+#include <vector>
+
+#include <fluxion/ad/reverse.hpp>
+#include <fluxion/ad/scalar.hpp>
+#include <fluxion/data/adbench.hpp>
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+double seconds(Clock::time_point a, Clock::time_point b) {
+  return std::chrono::duration<double>(b - a).count();
+}
+
+struct Timing {
+  double median = 0, min = 0;
+};
+Timing summarize(std::vector<double> t) {
+  std::sort(t.begin(), t.end());
+  return {t[t.size() / 2], t.front()};
+}
+
+template <class Fn>
+Timing time_it(int reps, Fn&& fn) {
+  fn();  // warm-up: grows the tape and the allocator's pools
+  std::vector<double> t;
+  for (int r = 0; r < reps; ++r) {
+    auto t0 = Clock::now();
+    fn();
+    t.push_back(seconds(t0, Clock::now()));
+  }
+  return summarize(t);
+}
+
+// Where a reverse-mode gradient's time goes: making the variables, running f (recording the
+// tape), the reverse sweep, reading the adjoints out. Returns medians; `statements` is the tape
+// length (the adjoint vector's length less one).
+struct Phases {
+  Timing variables, record, sweep, extract;
+  size_t statements = 0;
+};
+template <class F, class... Args>
+Phases phases(int reps, F f, const Args&... args) {
+  std::vector<double> tv, tr, ts, te;
+  Phases out;
+  for (int r = 0; r <= reps; ++r) {  // the first run is a warm-up
+    auto t0 = Clock::now();
+    fx::ad::ScalarRecording rec;
+    auto to_real = [&](const std::vector<double>& v) {
+      std::vector<fx::Real> x(v.size());
+      for (size_t i = 0; i < v.size(); ++i) x[i] = rec.variable(v[i]);
+      return x;
+    };
+    std::tuple xs{to_real(args)...};
+    auto t1 = Clock::now();
+    fx::Real y = std::apply(f, xs);
+    auto t2 = Clock::now();
+    const auto& adj = rec.adjoints(y);
+    auto t3 = Clock::now();
+    auto extract = [&](const std::vector<fx::Real>& x) {
+      std::vector<double> g(x.size());
+      for (size_t i = 0; i < x.size(); ++i) g[i] = adj[x[i].index()];
+      return g;
+    };
+    auto grads = std::apply([&](const auto&... x) { return std::tuple{extract(x)...}; }, xs);
+    (void)grads;
+    auto t4 = Clock::now();
+    out.statements = adj.size() - 1;
+    if (r == 0) continue;
+    tv.push_back(seconds(t0, t1));
+    tr.push_back(seconds(t1, t2));
+    ts.push_back(seconds(t2, t3));
+    te.push_back(seconds(t3, t4));
+  }
+  out.variables = summarize(tv);
+  out.record = summarize(tr);
+  out.sweep = summarize(ts);
+  out.extract = summarize(te);
+  return out;
+}
+
+void print_phases(const char* name, const Phases& p) {
+  std::printf("%s_tape_statements=%zu\n", name, p.statements);
+  std::printf("%s_phase_variables_s=%.6f\n", name, p.variables.median);
+  std::printf("%s_phase_record_s=%.6f\n", name, p.record.median);
+  std::printf("%s_phase_sweep_s=%.6f\n", name, p.sweep.median);
+  std::printf("%s_phase_extract_s=%.6f\n", name, p.extract.median);
+  std::printf("%s_record_ns_per_statement=%.2f\n", name, p.record.median * 1e9 / p.statements);
+  std::printf("%s_sweep_ns_per_statement=%.2f\n", name, p.sweep.median * 1e9 / p.statements);
+}
+
+template <class T>
+T dot(const std::vector<T>& a, const std::vector<T>& b) {
+  T s = 0;
+  for (size_t i = 0; i < a.size(); ++i) s += a[i] * b[i];
+  return s;
+}
+
+// ---- ADBench GMM, generic in T (double, fx::Real, ...).
+
+template <class T>
+T logsumexp(const std::vector<T>& v) {
+  using std::exp, std::log;
+  T mx = v[0];
+  for (const T& e : v)
+    if (e > mx) mx = e;
+  T s = 0;
+  for (const T& e : v) s += exp(e - mx);
+  return log(s) + mx;
+}
+
+// log Γ_p(a) = p(p-1)/4 log π + Σ_{j=1..p} lgamma(a + (1-j)/2)
+double log_gamma_distrib(double a, int p) {
+  double out = 0.25 * p * (p - 1) * std::log(std::numbers::pi);
+  for (int j = 1; j <= p; ++j) out += std::lgamma(a + 0.5 * (1 - j));
+  return out;
+}
+
+template <class T>
+T gmm_objective(const fx::data::GmmInput& in, const std::vector<T>& alphas,
+                const std::vector<T>& means, const std::vector<T>& icf) {
+  using std::exp, std::log;
+  const int d = in.d, k = in.k, n = in.n, q = in.icf_size();
+  std::vector<T> qdiag(size_t(d) * k), sum_qs(k), xc(d), qxc(d), main_term(k);
+  for (int c = 0; c < k; ++c) {
+    sum_qs[c] = 0;
+    for (int j = 0; j < d; ++j) {
+      sum_qs[c] += icf[c * q + j];
+      qdiag[c * d + j] = exp(icf[c * q + j]);
+    }
+  }
+  T slse = 0;
+  for (int i = 0; i < n; ++i) {
+    const double* x = &in.x[size_t(i) * d];
+    for (int c = 0; c < k; ++c) {
+      for (int j = 0; j < d; ++j) xc[j] = x[j] - means[c * d + j];
+      // Q (x - mu): the diagonal, then the strictly-lower entries column by column.
+      for (int j = 0; j < d; ++j) qxc[j] = qdiag[c * d + j] * xc[j];
+      int l = c * q + d;
+      for (int a = 0; a < d; ++a)
+        for (int b = a + 1; b < d; ++b) qxc[b] += icf[l++] * xc[a];
+      T sq = 0;
+      for (int j = 0; j < d; ++j) sq += qxc[j] * qxc[j];
+      main_term[c] = alphas[c] + sum_qs[c] - 0.5 * sq;
+    }
+    slse += logsumexp(main_term);
+  }
+  const double constant = -n * d * 0.5 * std::log(2 * std::numbers::pi);
+  T err = constant + slse - double(n) * logsumexp(alphas);
+  // Wishart prior.
+  const double gamma = in.gamma;
+  const int m = in.m, np = d + m + 1;
+  const double cw = np * d * (std::log(gamma) - 0.5 * std::log(2.0)) -
+                    log_gamma_distrib(0.5 * np, d);
+  T prior = 0;
+  for (int c = 0; c < k; ++c) {
+    T frob = 0;
+    for (int j = 0; j < d; ++j) frob += qdiag[c * d + j] * qdiag[c * d + j];
+    for (int j = d; j < q; ++j) frob += icf[c * q + j] * icf[c * q + j];
+    prior += 0.5 * gamma * gamma * frob - double(m) * sum_qs[c];
+  }
+  return err + prior - double(k) * cw;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  std::string path = argc > 1 ? argv[1] : FLUXION_ADBENCH_DIR "/gmm/1k/gmm_d10_K25.txt";
+  int reps = argc > 2 ? std::max(5, std::atoi(argv[2])) : 11;
+  std::mt19937_64 rng(7);
+  std::uniform_real_distribution<double> u(-1, 1);
+
+  // ---- (a) dot product, gradient with respect to both vectors.
+  const size_t n = 1000000;
+  std::vector<double> a(n), b(n);
+  for (size_t i = 0; i < n; ++i) a[i] = u(rng), b[i] = u(rng);
+  auto fdot = [](const auto& x, const auto& y) { return dot(x, y); };
+  volatile double sink = 0;
+  Timing t_plain = time_it(reps, [&] { sink = dot(a, b); });
+  std::tuple<std::vector<double>, std::vector<double>> g;
+  Timing t_grad = time_it(reps, [&] { g = fx::gradient(fdot, a, b); });
+  double dot_err = 0;
+  for (size_t i = 0; i < n; ++i)
+    dot_err = std::max({dot_err, std::abs(std::get<0>(g)[i] - b[i]),
+                        std::abs(std::get<1>(g)[i] - a[i])});
+  const double ops = 2.0 * n;
+  std::printf("dot_n=%zu\n", n);
+  std::printf("dot_plain_ns_per_op=%.3f\n", t_plain.median * 1e9 / ops);
+  std::printf("dot_gradient_ns_per_op=%.3f\n", t_grad.median * 1e9 / ops);
+  std::printf("dot_ratio=%.1f\n", t_grad.median / t_plain.median);
+  std::printf("dot_gradient_min_ns_per_op=%.3f\n", t_grad.min * 1e9 / ops);
+  std::printf("dot_gradient_max_abs_error=%.3g\n", dot_err);
+  print_phases("dot", phases(reps, fdot, a, b));
+
+  // ---- (b) ADBench GMM.
+  fx::data::GmmInput in = fx::data::read_gmm(path);
+  auto obj = [&](const auto& al, const auto& mu, const auto& ic) {
+    return gmm_objective(in, al, mu, ic);
+  };
+  double e = 0;
+  Timing t_obj = time_it(reps, [&] { e = gmm_objective(in, in.alphas, in.means, in.icf); });
+  std::tuple<std::vector<double>, std::vector<double>, std::vector<double>> gg;
+  Timing t_ggrad = time_it(reps, [&] { gg = fx::gradient(obj, in.alphas, in.means, in.icf); });
+  Phases gp = phases(reps, obj, in.alphas, in.means, in.icf);
+
+  // Central differences on random coordinates of each block (h scaled to the parameter).
+  double max_rel = 0;
+  std::vector<double>* blocks[3] = {&in.alphas, &in.means, &in.icf};
+  std::vector<double>* grads[3] = {&std::get<0>(gg), &std::get<1>(gg), &std::get<2>(gg)};
+  int checked = 0;
+  for (int blk = 0; blk < 3; ++blk) {
+    std::uniform_int_distribution<size_t> pick(0, blocks[blk]->size() - 1);
+    for (int t = 0; t < 4; ++t, ++checked) {
+      size_t j = pick(rng);
+      double& p = (*blocks[blk])[j];
+      double p0 = p, h = 1e-5 * std::max(1.0, std::abs(p0));
+      p = p0 + h;
+      double fp = gmm_objective(in, in.alphas, in.means, in.icf);
+      p = p0 - h;
+      double fm = gmm_objective(in, in.alphas, in.means, in.icf);
+      p = p0;
+      double fd = (fp - fm) / (2 * h), ad = (*grads[blk])[j];
+      max_rel = std::max(max_rel, std::abs(ad - fd) / std::max(1.0, std::abs(fd)));
+    }
+  }
+  std::printf("gmm_file=%s\n", path.c_str());
+  std::printf("gmm_d=%d\ngmm_k=%d\ngmm_n=%d\n", in.d, in.k, in.n);
+  std::printf("gmm_objective_value=%.10g\n", e);
+  std::printf("gmm_objective_s=%.6f\n", t_obj.median);
+  std::printf("gmm_gradient_s=%.6f\n", t_ggrad.median);
+  std::printf("gmm_ratio=%.2f\n", t_ggrad.median / t_obj.median);
+  std::printf("gmm_objective_min_s=%.6f\n", t_obj.min);
+  std::printf("gmm_gradient_min_s=%.6f\n", t_ggrad.min);
+  std::printf("gmm_ratio_of_minima=%.2f\n", t_ggrad.min / t_obj.min);
+  print_phases("gmm", gp);
+  std::printf("gmm_fd_coordinates=%d\n", checked);
+  std::printf("gmm_fd_max_rel_error=%.3g\n", max_rel);
+  return 0;
+}

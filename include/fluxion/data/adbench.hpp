@@ -1,0 +1,38 @@
+// Readers for Microsoft ADBench's input files (Šrajer, Kukelova, Fitzgibbon, arXiv:1807.10129),
+// the problems AD tools are compared on. For now: the Gaussian mixture model (GMM) problem.
+//
+//   fx::data::GmmInput g = fx::data::read_gmm("/work/shared/adbench/gmm/1k/gmm_d10_K25.txt");
+//   g.d, g.k, g.n;                 // 10, 25, 1000
+//   g.means[c * g.d + j];          // mean of component c, coordinate j
+//   g.icf[c * g.icf_size() + j];   // j < d: log Q_c[j][j]; then Q_c's strictly-lower entries
+//   g.x[i * g.d + j];              // point i
+//
+// A GMM file is whitespace-separated text: `d k n`, then k alphas, k means (d values each),
+// k inverse-covariance factors (d(d+1)/2 values each), n points (d values each), and the
+// Wishart prior's `gamma m`. Anything else -- a missing file, a bad header, a token that is not a
+// finite number, too few values, trailing data -- throws fx::Error naming the file, the line and
+// what was expected there, so a truncated download never becomes a silently wrong benchmark.
+#pragma once
+#include <string>
+#include <vector>
+
+namespace fx::data {
+
+struct GmmInput {
+  int d = 0;  // dimension of the points
+  int k = 0;  // mixture components
+  int n = 0;  // points
+  std::vector<double> alphas;  // k: component log-weights (before normalisation)
+  std::vector<double> means;   // k × d, row-major
+  std::vector<double> icf;     // k × d(d+1)/2: d logs of Q's diagonal, then the strictly-lower
+                               // entries column by column (column 0 rows 1..d-1, column 1 ...)
+  std::vector<double> x;       // n × d, row-major
+  double gamma = 0;            // Wishart prior: scale
+  int m = 0;                   // Wishart prior: extra degrees of freedom (n' = d + m + 1)
+
+  int icf_size() const { return d * (d + 1) / 2; }
+};
+
+GmmInput read_gmm(const std::string& path);
+
+}  // namespace fx::data
