@@ -1,6 +1,8 @@
 // DataLoader batching, row gathering and one-hot encoding.
 #include "fluxion/data/dataloader.hpp"
 
+#include "fluxion/ops/create.hpp"
+
 #include <algorithm>
 #include <cmath>
 #include <cstring>
@@ -18,36 +20,6 @@ uint64_t mix(uint64_t x) {
   x = (x ^ (x >> 27)) * 0x94d049bb133111ebull;
   return x ^ (x >> 31);
 }
-
-// xoshiro256** with Lemire's unbiased bounded draw; local so the data layer needs only core.
-class Rng {
- public:
-  explicit Rng(uint64_t seed) {
-    for (auto& s : s_) s = seed = mix(seed);
-  }
-  uint64_t next() {
-    uint64_t r = rotl(s_[1] * 5, 7) * 9, t = s_[1] << 17;
-    s_[2] ^= s_[0];
-    s_[3] ^= s_[1];
-    s_[1] ^= s_[2];
-    s_[0] ^= s_[3];
-    s_[2] ^= t;
-    s_[3] = rotl(s_[3], 45);
-    return r;
-  }
-  uint64_t below(uint64_t n) {  // uniform in [0, n), n > 0
-    __uint128_t m = __uint128_t(next()) * n;
-    if (uint64_t(m) < n) {
-      uint64_t floor = (0 - n) % n;
-      while (uint64_t(m) < floor) m = __uint128_t(next()) * n;
-    }
-    return uint64_t(m >> 64);
-  }
-
- private:
-  static uint64_t rotl(uint64_t x, int k) { return (x << k) | (x >> (64 - k)); }
-  uint64_t s_[4];
-};
 
 Tensor prepare(Tensor t, const char* what) {
   FX_CHECK(t.defined(), "fx::data::DataLoader: ", what, " is undefined");
@@ -79,7 +51,7 @@ DataLoader::Iterator DataLoader::begin() {
     // Fisher-Yates from the identity, so epoch e's order depends on (seed, e) only and not on
     // how many epochs ran before it in this process.
     std::iota(order_.begin(), order_.end(), int64_t(0));
-    Rng rng(mix(opt_.seed) ^ mix(uint64_t(epoch_) + 0x51ed270b27a7f1c5ull));
+    Generator rng(mix(opt_.seed) ^ mix(uint64_t(epoch_) + 0x51ed270b27a7f1c5ull));
     for (int64_t i = n_ - 1; i > 0; --i) std::swap(order_[size_t(i)], order_[rng.below(uint64_t(i + 1))]);
   }
   ++epoch_;

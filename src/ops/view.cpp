@@ -246,47 +246,44 @@ Tensor unsqueeze(const Tensor& x, int64_t axis) {
   return reshape(x, s);
 }
 
-Tensor slice(const Tensor& x, int64_t axis, int64_t start, int64_t stop, int64_t step) {
-  FX_CHECK(x.defined(), "fx::slice: undefined tensor");
-  int a = normalize_axis(axis, x.ndim(), "fx::slice");
-  FX_CHECK(step >= 1, "fx::slice: step must be positive, got ", step);
+namespace {
+// slice's parameters: i[0] axis, i[1] start, i[2] length, i[3] step, shape = x's shape; start
+// and stop are clamped Python-style, negative values counting from the end.
+Params slice_params(const Tensor& x, int64_t axis, int64_t start, int64_t stop, int64_t step,
+                    const char* op) {
+  int a = normalize_axis(axis, x.ndim(), op);
+  FX_CHECK(step >= 1, op, ": step must be positive, got ", step);
   int64_t n = x.shape()[a];
   if (start < 0) start += n;
   if (stop < 0) stop += n;
   start = std::clamp<int64_t>(start, 0, n);
   stop = std::clamp<int64_t>(stop, start, n);
-  int64_t len = (stop - start + step - 1) / step;
-  if (start == 0 && len == n && step == 1) return x;
   Params p;
   p.i[0] = a;
   p.i[1] = start;
-  p.i[2] = len;
+  p.i[2] = (stop - start + step - 1) / step;
   p.i[3] = step;
   p.shape = x.shape();
+  return p;
+}
+}  // namespace
+
+Tensor slice(const Tensor& x, int64_t axis, int64_t start, int64_t stop, int64_t step) {
+  FX_CHECK(x.defined(), "fx::slice: undefined tensor");
+  Params p = slice_params(x, axis, start, stop, step, "fx::slice");
+  if (p.i[1] == 0 && p.i[2] == x.shape()[int(p.i[0])] && p.i[3] == 1) return x;
   return bind(slice_p, {x}, p);
 }
 
 Tensor slice_set(const Tensor& base, int64_t axis, int64_t start, int64_t stop, int64_t step,
                  const Tensor& value) {
   FX_CHECK(base.defined() && value.defined(), "fx::slice_set: undefined tensor");
-  int a = normalize_axis(axis, base.ndim(), "fx::slice_set");
-  FX_CHECK(step >= 1, "fx::slice_set: step must be positive, got ", step);
-  int64_t n = base.shape()[a];
-  if (start < 0) start += n;
-  if (stop < 0) stop += n;
-  start = std::clamp<int64_t>(start, 0, n);
-  stop = std::clamp<int64_t>(stop, start, n);
+  Params p = slice_params(base, axis, start, stop, step, "fx::slice_set");
   Shape region = base.shape();
-  region[a] = (stop - start + step - 1) / step;
+  region[int(p.i[0])] = p.i[2];
   Tensor v = astype(value, promote(base.dtype(), value.dtype()));
   FX_CHECK(broadcast_shapes(v.shape(), region, "slice_set") == region, "fx::slice_set: value ",
            value.shape(), " does not fit the slice ", region, " of ", base.shape());
-  Params p;
-  p.i[0] = a;
-  p.i[1] = start;
-  p.i[2] = region[a];
-  p.i[3] = step;
-  p.shape = base.shape();
   return bind(slice_set_p, {astype(base, v.dtype()), expand(v, region)}, p);
 }
 
