@@ -1,0 +1,17 @@
+# Issue 4 benchmarks: LSTM overhead, matmul vs OpenBLAS, ADBench GMM and LSTM.
+# Included from bench/CMakeLists.txt. Each prints fluxion beside its peers as name=value lines.
+foreach(b lstm_overhead matmul adbench_gmm adbench_lstm)
+  if(EXISTS ${CMAKE_CURRENT_LIST_DIR}/${b}.cpp)
+    add_executable(${b} ${CMAKE_CURRENT_LIST_DIR}/${b}.cpp)
+    target_link_libraries(${b} PRIVATE fluxion)
+    if(Torch_FOUND)
+      target_compile_definitions(${b} PRIVATE FLUXION_HAVE_TORCH)
+      target_link_libraries(${b} PRIVATE ${TORCH_LIBRARIES})
+    endif()
+  endif()
+endforeach()
+# matmul calls cblas_sgemm directly, beside fx::matmul.
+if(TARGET matmul)
+  target_include_directories(matmul PRIVATE ${CBLAS_INCLUDE_DIR})
+  target_link_libraries(matmul PRIVATE ${BLAS_LIBRARIES})
+endif()
