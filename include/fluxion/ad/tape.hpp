@@ -62,4 +62,17 @@ class Recording {
   bool active_ = true;
 };
 
+// For rules made at run time (fx::custom_rule, fx::checkpointed, fx::hook: ad/custom.hpp).
+// The tapes recording on this thread, outermost first: the tag (Tag::tape) a value they track
+// carries, and whether the tape runs forward mode.
+struct ActiveTape {
+  uint32_t tag = 0;
+  bool forward = false;
+};
+int num_active_tapes();
+ActiveTape active_tape(int level);
+// Keeps `owner` alive as long as every reverse tape that tracks `out`: their nodes point at a
+// Primitive inside it.
+void keep_alive(const Tensor& out, std::shared_ptr<const void> owner);
+
 }  // namespace fx::ad
