@@ -10,6 +10,8 @@
 //
 // Library code should include the narrower headers it uses (compile time matters).
 #pragma once
+#include "fluxion/ad/checkpoint.hpp"
+#include "fluxion/ad/custom.hpp"
 #include "fluxion/ad/dual.hpp"
 #include "fluxion/ad/forward.hpp"
 #include "fluxion/ad/reverse.hpp"
