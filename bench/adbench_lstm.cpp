@@ -35,9 +35,14 @@
 #include <torch/torch.h>
 #endif
 
+#include "adbench_timing.hpp"
+
 extern "C" void openblas_set_num_threads(int) __attribute__((weak));
 
 namespace {
+using fx::bench::adbench_time;
+using fx::bench::max_rel_err;
+using fx::bench::TimeOpts;
 
 struct Lstm {
   int L = 0, C = 0, B = 0;
@@ -298,43 +303,6 @@ torch::Tensor to_torch(const double* v, std::vector<int64_t> shape) {
   return torch::from_blob(const_cast<double*>(v), shape, torch::kFloat64).clone();
 }
 #endif
-
-// ---- timing (as in adbench_gmm) ----------------------------------------------------------------
-struct TimeOpts {
-  double min_time = 0.5;
-  int samples = 10;
-  double budget = 5;
-};
-
-double adbench_time(const std::function<void()>& fn, const TimeOpts& o) {
-  using Clk = std::chrono::steady_clock;
-  auto start = Clk::now();
-  double best = INFINITY;
-  int64_t reps = 1;
-  for (int s = 0; s < o.samples; ++s) {
-    double el;
-    for (;;) {
-      auto t0 = Clk::now();
-      for (int64_t r = 0; r < reps; ++r) fn();
-      el = std::chrono::duration<double>(Clk::now() - t0).count();
-      if (el >= o.min_time) break;
-      reps = el <= 0 ? reps * 2 : std::max(reps * 2, int64_t(double(reps) * o.min_time / el * 1.1) + 1);
-      reps = std::min<int64_t>(reps, int64_t(1) << 40);
-    }
-    best = std::min(best, el / double(reps));
-    if (std::chrono::duration<double>(Clk::now() - start).count() >= o.budget) break;
-  }
-  return best;
-}
-
-double max_rel_err(const std::vector<double>& a, const std::vector<double>& b) {
-  double scale = 0, diff = 0;
-  for (size_t i = 0; i < b.size(); ++i) {
-    scale = std::max(scale, std::abs(b[i]));
-    diff = std::max(diff, std::abs(a[i] - b[i]));
-  }
-  return a.size() != b.size() ? INFINITY : diff / std::max(scale, 1e-300);
-}
 
 }  // namespace
 
