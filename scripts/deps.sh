@@ -4,11 +4,11 @@
 set -euo pipefail
 
 packages=(build-essential cmake ninja-build pkg-config git
-          libopenblas-dev zlib1g-dev libgtest-dev
+          libopenblas-dev libopenblas-openmp-dev zlib1g-dev libgtest-dev
           libtorch-dev dataset-fashion-mnist)
 if [[ "${1:-}" == "--minimal" ]]; then  # the demo needs no test or peer libraries
-  packages=(build-essential cmake ninja-build pkg-config libopenblas-dev zlib1g-dev
-            dataset-fashion-mnist)
+  packages=(build-essential cmake ninja-build pkg-config libopenblas-dev libopenblas-openmp-dev
+            zlib1g-dev dataset-fashion-mnist)
 fi
 
 missing=()
@@ -25,3 +25,19 @@ if ((${#missing[@]})); then
   apt-get update -qq
   apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
 fi
+
+# One OpenMP thread pool for fluxion's kernels, OpenBLAS and libtorch: Debian's default OpenBLAS
+# keeps a pthread pool of its own, and beside libgomp's spinning workers two threads ran 2.5x
+# slower than one on a 2-core machine. Debian selects the BLAS variant with alternatives.
+arch=$(dpkg-architecture -qDEB_HOST_MULTIARCH 2>/dev/null || gcc -dumpmachine)
+for alt in $(update-alternatives --get-selections 2>/dev/null | awk '{print $1}' |
+             grep -E "^(lib(open)?blas|liblapack|cblas|openblas|blas|lapack|f77blas)" ); do
+  target=$(update-alternatives --list "$alt" 2>/dev/null | grep "/openblas-openmp/" | head -n 1 || true)
+  [[ -n "$target" && "$alt" == *"$arch"* ]] || continue
+  [[ "$(readlink -f "/etc/alternatives/$alt")" == "$(readlink -f "$target")" ]] && continue
+  if [[ $(id -u) -ne 0 ]]; then
+    echo "deps: as root, select the OpenMP OpenBLAS: update-alternatives --set $alt $target" >&2
+    continue
+  fi
+  update-alternatives --quiet --set "$alt" "$target"
+done
