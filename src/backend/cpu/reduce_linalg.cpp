@@ -82,11 +82,35 @@ void gemm(bool ta, bool tb, int64_t m, int64_t n, int64_t k, const T* a, int64_t
                 c, int(ldc));
 }
 
+// Products this small cost less as a plain loop than as a BLAS call (argument checks, thread
+// dispatch): the LSTM overhead benchmark's 4-wide cells are the case in point.
+constexpr int64_t kTinyGemm = 512;  // m * n * k
+
+template <class T>
+void tiny_gemm(int64_t m, int64_t n, int64_t k, const T* a, int64_t ars, int64_t acs,
+               const T* b, int64_t brs, int64_t bcs, T* out) {
+  for (int64_t i = 0; i < m; ++i)
+    for (int64_t j = 0; j < n; ++j) {
+      T acc = 0;
+      for (int64_t p = 0; p < k; ++p) acc += a[i * ars + p * acs] * b[p * brs + j * bcs];
+      out[i * n + j] = acc;
+    }
+}
+
 bool matmul(const KernelCall& c) {
   const Tensor &a = c.in[0], &b = c.in[1];
   if (a.dtype() != f32 && a.dtype() != f64) return false;
   const int nd = a.ndim();
   const int64_t m = a.shape()[nd - 2], k = a.shape()[nd - 1], n = b.shape()[nd - 1];
+  if (nd == 2 && m * n * k <= kTinyGemm) {
+    auto tiny = [&]<class T>() {
+      tiny_gemm<T>(m, n, k, a.data<T>(), a.stride(0), a.stride(1), b.data<T>(), b.stride(0),
+                   b.stride(1), c.out.data<T>());
+    };
+    if (a.dtype() == f32) tiny.template operator()<float>();
+    else tiny.template operator()<double>();
+    return true;
+  }
   BlasMatrix ma, mb;
   if (!as_blas(m, k, a.stride(nd - 2), a.stride(nd - 1), ma) ||
       !as_blas(k, n, b.stride(nd - 2), b.stride(nd - 1), mb))
