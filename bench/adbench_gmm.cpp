@@ -29,6 +29,7 @@
 #include <vector>
 
 #include <fluxion/ad/reverse.hpp>
+#include <fluxion/data/adbench.hpp>
 #include <fluxion/ops.hpp>
 
 #ifdef FLUXION_HAVE_TORCH
@@ -51,50 +52,19 @@ struct Gmm {
   double gamma = 0, m = 0;
 };
 
-std::vector<double> read_numbers(const std::string& path) {
-  std::ifstream f(path, std::ios::binary);
-  if (!f) {
-    std::fprintf(stderr, "adbench_gmm: cannot open %s\n", path.c_str());
-    std::exit(1);
-  }
-  std::stringstream ss;
-  ss << f.rdbuf();
-  std::string s = ss.str();
-  std::vector<double> v;
-  const char* p = s.c_str();
-  char* end = nullptr;
-  for (;;) {
-    double d = std::strtod(p, &end);
-    if (end == p) break;
-    v.push_back(d);
-    p = end;
-  }
-  return v;
-}
-
+// The library's ADBench reader (fluxion/data/adbench.hpp), in this file's naming.
 Gmm read_gmm(const std::string& path) {
-  std::vector<double> v = read_numbers(path);
+  fx::data::GmmInput in = fx::data::read_gmm(path);
   Gmm g;
-  g.D = int(v[0]);
-  g.K = int(v[1]);
-  g.N = int(v[2]);
-  size_t p = 3, D = size_t(g.D), K = size_t(g.K), N = size_t(g.N), T = D * (D + 1) / 2;
-  if (v.size() != 3 + K + K * D + K * T + N * D + 2) {
-    std::fprintf(stderr, "adbench_gmm: %s: expected %zu numbers, found %zu\n", path.c_str(),
-                 3 + K + K * D + K * T + N * D + 2, v.size());
-    std::exit(1);
-  }
-  auto take = [&](size_t n) {
-    std::vector<double> r(v.begin() + long(p), v.begin() + long(p + n));
-    p += n;
-    return r;
-  };
-  g.alphas = take(K);
-  g.means = take(K * D);
-  g.icf = take(K * T);
-  g.x = take(N * D);
-  g.gamma = v[p];
-  g.m = v[p + 1];
+  g.D = in.d;
+  g.K = in.k;
+  g.N = in.n;
+  g.alphas = std::move(in.alphas);
+  g.means = std::move(in.means);
+  g.icf = std::move(in.icf);
+  g.x = std::move(in.x);
+  g.gamma = in.gamma;
+  g.m = in.m;
   return g;
 }
 

@@ -15,19 +15,15 @@
 #include <fluxion/ops.hpp>
 #include <fluxion/testing.hpp>
 
+#include "ad_test_helpers.hpp"
+
 namespace {
 
 using fx::Tensor;
 
-std::vector<double> vec(const Tensor& t) { return fx::to_vector<double>(t); }
-
-void expect_near(const Tensor& got, const std::vector<double>& want, double tol = 1e-12) {
-  auto g = vec(got);
-  ASSERT_EQ(g.size(), want.size());
-  for (size_t i = 0; i < g.size(); ++i) EXPECT_NEAR(g[i], want[i], tol) << "element " << i;
-}
-
-Tensor f64(std::initializer_list<double> v) { return fx::tensor(v, fx::f64); }
+using fx::ad_test::expect_near;
+using fx::ad_test::f64;
+using fx::ad_test::vec;
 
 struct Affine {
   Tensor w, b, unused;
