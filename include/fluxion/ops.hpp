@@ -3,8 +3,10 @@
 //   #include <fluxion/ops.hpp>
 //   auto y = fx::sum(fx::tanh(fx::matmul(x, w.t()) + b), {1});
 #pragma once
+#include "fluxion/ops/complex.hpp"
 #include "fluxion/ops/create.hpp"
 #include "fluxion/ops/elementwise.hpp"
+#include "fluxion/ops/fft.hpp"
 #include "fluxion/ops/inplace.hpp"
 #include "fluxion/ops/index.hpp"
 #include "fluxion/ops/linalg.hpp"

@@ -188,7 +188,7 @@ void keep_alive(const Tensor& out, std::shared_ptr<const void> owner) {
 
 namespace detail {
 void record(const Primitive& p, std::span<const Tensor> in, Tensor& out, const Params& params) {
-  if (!is_floating(out.dtype())) return;
+  if (!is_inexact(out.dtype())) return;
   const int depth = recording_depth;
   for (int level = 0; level < depth; ++level) {
     ad::Tape& t = *ad::active_tapes[level];
@@ -246,11 +246,11 @@ Tensor Recording::track(const Tensor& x, const Tensor& tangent) {
   if (forward) {
     FX_CHECK(!tangent.defined() || !x.defined() || tangent.shape() == x.shape(),
              "fx::jvp: tangent ", tangent.shape(), " does not match argument ", x.shape());
-    tape_->tangents.push_back(tangent.defined() && x.defined() && is_floating(x.dtype())
+    tape_->tangents.push_back(tangent.defined() && x.defined() && is_inexact(x.dtype())
                                   ? astype(tangent, x.dtype())
                                   : Tensor());
   }
-  if (!x.defined() || !is_floating(x.dtype())) {
+  if (!x.defined() || !is_inexact(x.dtype())) {
     ++tape_->nslots;
     ++nleaves_;
     return x;

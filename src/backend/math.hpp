@@ -1,60 +1,87 @@
 // Scalar math of the elementwise primitives, defined once and shared by every CPU backend.
-// Each functor says whether it needs a floating type; backends instantiate accordingly.
+// Each functor says whether it needs a floating type and whether it is defined for
+// std::complex (the holomorphic functions and arithmetic); backends instantiate accordingly.
 #pragma once
 #include <cmath>
+#include <complex>
 #include <cstdint>
 #include <type_traits>
 
 namespace fx::math {
 
-#define FX_UNARY(Name, floating, expr)                 \
+#define FX_UNARY(Name, floating, cplx, expr)           \
   struct Name {                                        \
     static constexpr bool floating_only = floating;    \
+    static constexpr bool complex_ok = cplx;           \
     template <class T>                                 \
     T operator()(T x) const { return expr; }           \
   };
-FX_UNARY(Neg, false, -x)
-FX_UNARY(Exp, true, std::exp(x))
-FX_UNARY(Log, true, std::log(x))
-FX_UNARY(Log1p, true, std::log1p(x))
-FX_UNARY(Sin, true, std::sin(x))
-FX_UNARY(Cos, true, std::cos(x))
-FX_UNARY(Tanh, true, std::tanh(x))
-FX_UNARY(Sigmoid, true, T(1) / (T(1) + std::exp(-x)))
-FX_UNARY(Relu, false, x < T(0) ? T(0) : x)  // NaN stays NaN
-FX_UNARY(Sqrt, true, std::sqrt(x))
-FX_UNARY(Abs, false, x < T(0) ? T(-x) : x)
-FX_UNARY(Sign, false, T((x > T(0)) - (x < T(0))))
+FX_UNARY(Neg, false, true, -x)
+FX_UNARY(Exp, true, true, std::exp(x))
+FX_UNARY(Log, true, true, std::log(x))
+FX_UNARY(Log1p, true, false, std::log1p(x))
+FX_UNARY(Sin, true, true, std::sin(x))
+FX_UNARY(Cos, true, true, std::cos(x))
+FX_UNARY(Tanh, true, true, std::tanh(x))
+FX_UNARY(Sigmoid, true, true, T(1) / (T(1) + std::exp(-x)))
+FX_UNARY(Relu, false, false, x < T(0) ? T(0) : x)  // NaN stays NaN
+FX_UNARY(Sqrt, true, true, std::sqrt(x))
+FX_UNARY(Abs, false, false, x < T(0) ? T(-x) : x)
+FX_UNARY(Sign, false, false, T((x > T(0)) - (x < T(0))))
 #undef FX_UNARY
 
 // Unary with a number operand s (Params::s).
-#define FX_SCALAR(Name, floating, expr)                \
+#define FX_SCALAR(Name, floating, cplx, expr)          \
   struct Name {                                        \
     static constexpr bool floating_only = floating;    \
+    static constexpr bool complex_ok = cplx;           \
     double s;                                          \
     template <class T>                                 \
     T operator()(T x) const { return expr; }           \
   };
-FX_SCALAR(AddScalar, false, T(x + T(s)))
-FX_SCALAR(MulScalar, false, T(x * T(s)))
-FX_SCALAR(PowScalar, true, T(std::pow(x, T(s))))
+FX_SCALAR(AddScalar, false, true, T(x + T(s)))
+FX_SCALAR(MulScalar, false, true, T(x * T(s)))
+FX_SCALAR(PowScalar, true, true, T(std::pow(x, T(s))))
 #undef FX_SCALAR
 
-#define FX_BINARY(Name, floating, expr)                \
+#define FX_BINARY(Name, floating, cplx, expr)          \
   struct Name {                                        \
     static constexpr bool floating_only = floating;    \
+    static constexpr bool complex_ok = cplx;           \
     template <class T>                                 \
     T operator()(T a, T b) const { return expr; }      \
   };
-FX_BINARY(Add, false, T(a + b))
-FX_BINARY(Sub, false, T(a - b))
-FX_BINARY(Mul, false, T(a * b))
-FX_BINARY(Div, false, T(a / b))
-FX_BINARY(Pow, true, T(std::pow(a, b)))
+FX_BINARY(Add, false, true, T(a + b))
+FX_BINARY(Sub, false, true, T(a - b))
+FX_BINARY(Mul, false, true, T(a * b))
+FX_BINARY(Div, false, true, T(a / b))
+FX_BINARY(Pow, true, false, T(std::pow(a, b)))
 // A NaN in either operand gives NaN (x != x only for NaN; ties pick a, as the pullback does).
-FX_BINARY(Maximum, false, (a >= b || a != a) ? a : b)
-FX_BINARY(Minimum, false, (a <= b || a != a) ? a : b)
+FX_BINARY(Maximum, false, false, (a >= b || a != a) ? a : b)
+FX_BINARY(Minimum, false, false, (a <= b || a != a) ? a : b)
 #undef FX_BINARY
+
+// Complex to complex or to real (the part types follow the input's precision).
+struct Conj {
+  template <class C>
+  C operator()(C z) const { return std::conj(z); }
+};
+struct Real {
+  template <class C>
+  typename C::value_type operator()(C z) const { return z.real(); }
+};
+struct Imag {
+  template <class C>
+  typename C::value_type operator()(C z) const { return z.imag(); }
+};
+struct Angle {
+  template <class C>
+  typename C::value_type operator()(C z) const { return std::arg(z); }
+};
+struct ComplexAbs {
+  template <class C>
+  typename C::value_type operator()(C z) const { return std::abs(z); }
+};
 
 #define FX_COMPARE(Name, op)                           \
   struct Name {                                        \

@@ -54,24 +54,51 @@ void Tensor::check_dtype(DType want) const {
 double Tensor::item() const {
   FX_CHECK(p_, "fx::Tensor::item: undefined tensor");
   FX_CHECK(numel() == 1, "fx::Tensor::item: needs one element, shape is ", shape());
+  FX_CHECK(!is_complex(dtype()), "fx::Tensor::item: tensor is ", dtype_name(dtype()),
+           "; use item_complex()");
   return visit_dtype(dtype(), [&]<class T>() {
     return double(static_cast<T*>(p_->storage->data)[p_->offset]);
   });
 }
 
+std::complex<double> Tensor::item_complex() const {
+  FX_CHECK(p_, "fx::Tensor::item_complex: undefined tensor");
+  FX_CHECK(numel() == 1, "fx::Tensor::item_complex: needs one element, shape is ", shape());
+  return visit_dtype_all(dtype(), [&]<class T>() {
+    T v = static_cast<T*>(p_->storage->data)[p_->offset];
+    if constexpr (is_complex_v<T>) return std::complex<double>(v);
+    else return std::complex<double>(double(v), 0.0);
+  });
+}
+
 namespace {
 
-// Reads element `linear` (row-major over the view) as double.
-double element(const Tensor& t, int64_t linear) {
+// Reads element `linear` (row-major over the view); real dtypes have a zero imaginary part.
+std::complex<double> element(const Tensor& t, int64_t linear) {
   int64_t off = t.offset();
   for (int d = t.ndim() - 1; d >= 0; --d) {
     int64_t n = t.shape()[d];
     off += (linear % n) * t.stride(d);
     linear /= n;
   }
-  return visit_dtype(t.dtype(), [&]<class T>() {
-    return double(static_cast<T*>(t.storage()->data)[off]);
+  return visit_dtype_all(t.dtype(), [&]<class T>() {
+    T v = static_cast<T*>(t.storage()->data)[off];
+    if constexpr (is_complex_v<T>) return std::complex<double>(v);
+    else return std::complex<double>(double(v), 0.0);
   });
+}
+
+void print_element(std::ostream& os, DType dtype, std::complex<double> v) {
+  if (is_complex(dtype)) {
+    os << std::setprecision(5) << v.real() << (v.imag() < 0 || std::signbit(v.imag()) ? "-" : "+")
+       << std::abs(v.imag()) << "i";
+  } else if (is_floating(dtype)) {
+    os << std::setprecision(5) << v.real();
+  } else if (dtype == boolean) {
+    os << (v.real() != 0 ? "true" : "false");
+  } else {
+    os << int64_t(v.real());
+  }
 }
 
 void print_rec(std::ostream& os, const Tensor& t, int dim, int64_t base, int64_t block,
@@ -88,14 +115,7 @@ void print_rec(std::ostream& os, const Tensor& t, int dim, int64_t base, int64_t
       continue;
     }
     if (dim + 1 == t.ndim()) {
-      double v = element(t, base + i);
-      if (is_floating(t.dtype())) {
-        os << std::setprecision(5) << v;
-      } else if (t.dtype() == boolean) {
-        os << (v != 0 ? "true" : "false");
-      } else {
-        os << int64_t(v);
-      }
+      print_element(os, t.dtype(), element(t, base + i));
     } else {
       print_rec(os, t, dim + 1, base + i * inner, inner, indent + 1);
     }
@@ -116,10 +136,8 @@ std::ostream& operator<<(std::ostream& os, const Tensor& t) {
   if (!t.defined()) return os << "Tensor(undefined)";
   os << "Tensor(" << dtype_name(t.dtype()) << ", " << t.shape() << ") ";
   if (t.ndim() == 0) {
-    Tensor flat = t;
-    double v = element(flat, 0);
-    if (is_floating(t.dtype())) return os << std::setprecision(5) << v;
-    return os << int64_t(v);
+    print_element(os, t.dtype(), element(t, 0));
+    return os;
   }
   print_rec(os, t, 0, 0, t.numel(), 0);
   return os;

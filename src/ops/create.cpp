@@ -12,7 +12,7 @@ Tensor empty(const Shape& shape, DType dtype) { return Tensor::empty(shape, dtyp
 
 Tensor full(const Shape& shape, double value, DType dtype) {
   Tensor t = Tensor::empty(shape, dtype);
-  visit_dtype(dtype, [&]<class T>() {
+  visit_dtype_all(dtype, [&]<class T>() {
     T* p = t.data<T>();
     T v = static_cast<T>(value);
     for (int64_t i = 0, n = t.numel(); i < n; ++i) p[i] = v;
@@ -47,7 +47,7 @@ Tensor arange(double start, double stop, double step, DType dtype) {
 
 Tensor tensor(std::initializer_list<double> values, DType dtype) {
   Tensor t = Tensor::empty(Shape{int64_t(values.size())}, dtype);
-  visit_dtype(dtype, [&]<class T>() {
+  visit_dtype_all(dtype, [&]<class T>() {
     T* p = t.data<T>();
     for (double v : values) *p++ = static_cast<T>(v);
   });
@@ -67,17 +67,27 @@ Tensor from_vector(const std::vector<T>& values, const Shape& shape) {
 template <class T>
 std::vector<T> to_vector(const Tensor& x) {
   FX_CHECK(x.defined(), "fx::to_vector: undefined tensor");
+  FX_CHECK(is_complex_v<T> || !is_complex(x.dtype()), "fx::to_vector: tensor is ",
+           dtype_name(x.dtype()), " ", x.shape(),
+           "; read it as std::complex<double>, or take fx::real / fx::imag first");
   std::vector<T> out(size_t(x.numel()));
-  visit_dtype(x.dtype(), [&]<class S>() {
-    const S* base = static_cast<const S*>(x.storage()->data) + x.offset();
-    const Shape& s = x.shape();
-    for (int64_t i = 0, n = x.numel(); i < n; ++i) {
-      int64_t rem = i, off = 0;
-      for (int d = s.size() - 1; d >= 0; --d) {
-        off += (rem % s[d]) * x.stride(d);
-        rem /= s[d];
+  visit_dtype_all(x.dtype(), [&]<class S>() {
+    if constexpr (is_complex_v<S> && !is_complex_v<T>) {
+      return;  // rejected above
+    } else {
+      const S* base = static_cast<const S*>(x.storage()->data) + x.offset();
+      const Shape& s = x.shape();
+      for (int64_t i = 0, n = x.numel(); i < n; ++i) {
+        int64_t rem = i, off = 0;
+        for (int d = s.size() - 1; d >= 0; --d) {
+          off += (rem % s[d]) * x.stride(d);
+          rem /= s[d];
+        }
+        if constexpr (is_complex_v<T> && !is_complex_v<S>)
+          out[size_t(i)] = T(static_cast<typename T::value_type>(base[off]));
+        else
+          out[size_t(i)] = static_cast<T>(base[off]);
       }
-      out[size_t(i)] = static_cast<T>(base[off]);
     }
   });
   return out;
@@ -91,6 +101,8 @@ FX_INSTANTIATE(double)
 FX_INSTANTIATE(int32_t)
 FX_INSTANTIATE(int64_t)
 FX_INSTANTIATE(bool)
+FX_INSTANTIATE(std::complex<float>)
+FX_INSTANTIATE(std::complex<double>)
 #undef FX_INSTANTIATE
 
 // ---- random numbers: xoshiro256** seeded through splitmix64.
@@ -152,9 +164,24 @@ Generator& default_generator() {
 void manual_seed(uint64_t seed) { default_generator().reseed(seed); }
 
 namespace {
+// Complex dtypes draw the real and imaginary parts independently, each scaled by complex_scale.
 template <class Draw>
-Tensor random_fill(const Shape& shape, DType dtype, const char* op, Draw&& draw) {
+Tensor random_fill(const Shape& shape, DType dtype, const char* op, Draw&& draw,
+                   double complex_scale = 1.0) {
   Tensor t = Tensor::empty(shape, dtype);
+  if (is_complex(dtype)) {
+    const double scale = complex_scale;
+    visit_dtype_all(dtype, [&]<class T>() {
+      if constexpr (is_complex_v<T>) {
+        T* p = t.data<T>();
+        for (int64_t i = 0, n = t.numel(); i < n; ++i) {
+          double re = draw(), im = draw();
+          p[i] = T(typename T::value_type(scale * re), typename T::value_type(scale * im));
+        }
+      }
+    });
+    return t;
+  }
   visit_floating(dtype, op, [&]<class T>() {
     T* p = t.data<T>();
     for (int64_t i = 0, n = t.numel(); i < n; ++i) p[i] = static_cast<T>(draw());
@@ -167,7 +194,8 @@ Tensor rand(const Shape& shape, Generator& gen, DType dtype) {
   return random_fill(shape, dtype, "fx::rand", [&] { return gen.uniform(); });
 }
 Tensor randn(const Shape& shape, Generator& gen, DType dtype) {
-  return random_fill(shape, dtype, "fx::randn", [&] { return gen.normal(); });
+  // A standard complex normal has E|z|^2 = 1: each part has variance 1/2.
+  return random_fill(shape, dtype, "fx::randn", [&] { return gen.normal(); }, M_SQRT1_2);
 }
 Tensor uniform(const Shape& shape, double lo, double hi, Generator& gen, DType dtype) {
   return random_fill(shape, dtype, "fx::uniform", [&] { return lo + (hi - lo) * gen.uniform(); });

@@ -67,7 +67,7 @@ Tensor linear_jvp(const JvpArgs& args, const Tensor* dx) {
   std::vector<Tensor> in(n);
   for (size_t i = 0; i < n; ++i) {
     const Tensor& x = args.input(int(i));
-    if (!x.defined() || !is_floating(x.dtype())) in[i] = x;  // indices, conditions: fixed
+    if (!x.defined() || !is_inexact(x.dtype())) in[i] = x;  // indices, conditions: fixed
     else in[i] = dx[i].defined() ? dx[i] : expanded_zeros_like(x);
   }
   return bind(args.primitive(), std::span<const Tensor>(in), args.params());

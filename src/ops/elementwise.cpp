@@ -3,6 +3,7 @@
 
 #include <cmath>
 
+#include "fluxion/ops/complex.hpp"
 #include "fluxion/ops/create.hpp"
 #include "fluxion/ops/primitives.hpp"
 #include "fluxion/ops/view.hpp"
@@ -31,31 +32,31 @@ Primitive neg_p{.name = "neg", .forward = elementwise_forward,
                 .pullback = FX_PULLBACK { dx[0] = neg(dy); (void)a; },
     .jvp = linear_jvp};
 Primitive exp_p{.name = "exp", .forward = elementwise_forward, .saves = saves::output,
-                .pullback = FX_PULLBACK { dx[0] = dy * a.output(); },
+                .pullback = FX_PULLBACK { dx[0] = dy * conj(a.output()); },
     .jvp = FX_JVP { return dx[0] * a.output(); }};
 Primitive log_p{.name = "log", .forward = elementwise_forward, .saves = saves::input(0),
-                .pullback = FX_PULLBACK { dx[0] = dy / a.input(0); },
+                .pullback = FX_PULLBACK { dx[0] = dy / conj(a.input(0)); },
     .jvp = FX_JVP { return dx[0] / a.input(0); }};
 Primitive log1p_p{.name = "log1p", .forward = elementwise_forward, .saves = saves::input(0),
                   .pullback = FX_PULLBACK { dx[0] = dy / (a.input(0) + 1.0); },
     .jvp = FX_JVP { return dx[0] / (a.input(0) + 1.0); }};
 Primitive sin_p{.name = "sin", .forward = elementwise_forward, .saves = saves::input(0),
-                .pullback = FX_PULLBACK { dx[0] = dy * cos(a.input(0)); },
+                .pullback = FX_PULLBACK { dx[0] = dy * conj(cos(a.input(0))); },
     .jvp = FX_JVP { return dx[0] * cos(a.input(0)); }};
 Primitive cos_p{.name = "cos", .forward = elementwise_forward, .saves = saves::input(0),
-                .pullback = FX_PULLBACK { dx[0] = neg(dy * sin(a.input(0))); },
+                .pullback = FX_PULLBACK { dx[0] = neg(dy * conj(sin(a.input(0)))); },
     .jvp = FX_JVP { return neg(dx[0] * sin(a.input(0))); }};
 // tanh and sigmoid read only their output: the tape keeps y and lets x go.
 Primitive tanh_p{.name = "tanh", .forward = elementwise_forward, .saves = saves::output,
                  .pullback = FX_PULLBACK {
                    const Tensor& y = a.output();
-                   dx[0] = dy * (1.0 - y * y);
+                   dx[0] = dy * conj(1.0 - y * y);
                  },
     .jvp = FX_JVP { return dx[0] * (1.0 - a.output() * a.output()); }};
 Primitive sigmoid_p{.name = "sigmoid", .forward = elementwise_forward, .saves = saves::output,
                     .pullback = FX_PULLBACK {
                       const Tensor& y = a.output();
-                      dx[0] = dy * (y * (1.0 - y));
+                      dx[0] = dy * conj(y * (1.0 - y));
                     },
     .jvp = FX_JVP { return dx[0] * (a.output() * (1.0 - a.output())); }};
 // relu' is taken as 0 at 0 (as in PyTorch and Flux).
@@ -63,7 +64,7 @@ Primitive relu_p{.name = "relu", .forward = elementwise_forward, .saves = saves:
                  .pullback = FX_PULLBACK { dx[0] = where(a.output() > 0.0, dy, 0.0); },
     .jvp = FX_JVP { return where(a.output() > 0.0, dx[0], 0.0); }};
 Primitive sqrt_p{.name = "sqrt", .forward = elementwise_forward, .saves = saves::output,
-                 .pullback = FX_PULLBACK { dx[0] = (dy / a.output()) * 0.5; },
+                 .pullback = FX_PULLBACK { dx[0] = (dy / conj(a.output())) * 0.5; },
     .jvp = FX_JVP { return (dx[0] / a.output()) * 0.5; }};
 Primitive abs_p{.name = "abs", .forward = elementwise_forward, .saves = saves::input(0),
                 .pullback = FX_PULLBACK { dx[0] = dy * sign(a.input(0)); },
@@ -81,7 +82,7 @@ Primitive mul_scalar_p{.name = "mul_scalar", .forward = elementwise_forward,
 Primitive pow_scalar_p{.name = "pow_scalar", .forward = elementwise_forward,
                        .saves = saves::input(0), .pullback = FX_PULLBACK {
                          double s = a.params().s;
-                         if (s != 0) dx[0] = dy * (pow(a.input(0), s - 1) * s);
+                         if (s != 0) dx[0] = dy * conj(pow(a.input(0), s - 1) * s);
                        },
     .jvp = FX_JVP {
       double s = a.params().s;
@@ -102,8 +103,8 @@ Primitive sub_p{.name = "sub", .forward = elementwise_forward, .pullback = FX_PU
     .jvp = FX_JVP { (void)a; return plus(dx[0], dx[1].defined() ? neg(dx[1]) : Tensor()); }};
 Primitive mul_p{.name = "mul", .forward = elementwise_forward, .saves = saves::inputs,
                 .pullback = FX_PULLBACK {
-                  if (a.wants(0)) dx[0] = dy * a.input(1);
-                  if (a.wants(1)) dx[1] = dy * a.input(0);
+                  if (a.wants(0)) dx[0] = dy * conj(a.input(1));
+                  if (a.wants(1)) dx[1] = dy * conj(a.input(0));
                 },
     .jvp = FX_JVP {
       return plus(dx[0].defined() ? dx[0] * a.input(1) : Tensor(),
@@ -111,8 +112,8 @@ Primitive mul_p{.name = "mul", .forward = elementwise_forward, .saves = saves::i
     }};
 Primitive div_p{.name = "div", .forward = elementwise_forward,
                 .saves = saves::input(1) | saves::output, .pullback = FX_PULLBACK {
-                  Tensor g = dy / a.input(1);
-                  if (a.wants(1)) dx[1] = neg(g * a.output());
+                  Tensor g = dy / conj(a.input(1));
+                  if (a.wants(1)) dx[1] = neg(g * conj(a.output()));
                   dx[0] = std::move(g);
                 },
     .jvp = FX_JVP {
@@ -174,8 +175,9 @@ Primitive astype_p{.name = "astype",
                      return out;
                    },
                    .pullback = FX_PULLBACK {
-                     // params.shape is unused; the input dtype rides in params.i[0]
-                     dx[0] = astype(dy, DType(a.params().i[0]));
+                     // The input dtype rides in params.i[0]; real -> complex pulls back the
+                     // real part of the cotangent.
+                     dx[0] = astype(real(dy), DType(a.params().i[0]));
                    },
     .jvp = linear_jvp};
 Primitive copy_p{.name = "copy", .forward = elementwise_forward,
@@ -192,6 +194,19 @@ void check_defined(const Tensor& x, const char* op) {
   FX_CHECK(x.defined(), "fx::", op, ": undefined tensor");
 }
 
+void check_not_complex(const Tensor& x, const char* op) {
+  FX_CHECK(!is_complex(x.dtype()), "fx::", op, ": not defined for complex tensors, got ",
+           dtype_name(x.dtype()), " ", x.shape());
+}
+
+// Unary functions of real numbers that are also holomorphic functions of complex numbers.
+Tensor inexact_unary(Primitive& p, const Tensor& x) {
+  check_defined(x, p.name);
+  FX_CHECK(is_inexact(x.dtype()), "fx::", p.name, ": needs a floating or complex tensor, got ",
+           dtype_name(x.dtype()), " ", x.shape());
+  return bind(p, {x});
+}
+
 Tensor floating_unary(Primitive& p, const Tensor& x) {
   check_defined(x, p.name);
   FX_CHECK(is_floating(x.dtype()), "fx::", p.name, ": needs a floating tensor, got ",
@@ -199,9 +214,10 @@ Tensor floating_unary(Primitive& p, const Tensor& x) {
   return bind(p, {x});
 }
 
-Tensor numeric_unary(Primitive& p, const Tensor& x) {
+Tensor numeric_unary(Primitive& p, const Tensor& x, bool complex_ok = false) {
   check_defined(x, p.name);
   FX_CHECK(x.dtype() != boolean, "fx::", p.name, ": not defined for bool ", x.shape());
+  if (!complex_ok) check_not_complex(x, p.name);
   return bind(p, {x});
 }
 
@@ -238,24 +254,41 @@ Tensor binary(Primitive& p, const Tensor& a, const Tensor& b, bool floating_only
   return bind(p, {x, y});
 }
 
+// Functions of ordered (real) values: max, min.
+Tensor real_binary(Primitive& p, const Tensor& a, const Tensor& b) {
+  check_defined(a, p.name);
+  check_defined(b, p.name);
+  FX_CHECK(!is_complex(a.dtype()) && !is_complex(b.dtype()), "fx::", p.name,
+           ": not defined for complex tensors, got ", dtype_name(a.dtype()), " ", a.shape(),
+           " and ", dtype_name(b.dtype()), " ", b.shape());
+  return binary(p, a, b);
+}
+
 Tensor compare(Primitive& p, const Tensor& a, const Tensor& b) {
   auto [x, y] = align(a, b, p.name);
+  check_not_complex(x, p.name);  // complex numbers are not ordered (and == is rarely meant)
   return bind(p, {x, y});
 }
 
 }  // namespace
 
-Tensor neg(const Tensor& x) { return numeric_unary(neg_p, x); }
-Tensor exp(const Tensor& x) { return floating_unary(exp_p, x); }
-Tensor log(const Tensor& x) { return floating_unary(log_p, x); }
+Tensor neg(const Tensor& x) { return numeric_unary(neg_p, x, true); }
+Tensor exp(const Tensor& x) { return inexact_unary(exp_p, x); }
+Tensor log(const Tensor& x) { return inexact_unary(log_p, x); }
 Tensor log1p(const Tensor& x) { return floating_unary(log1p_p, x); }
-Tensor sin(const Tensor& x) { return floating_unary(sin_p, x); }
-Tensor cos(const Tensor& x) { return floating_unary(cos_p, x); }
-Tensor tanh(const Tensor& x) { return floating_unary(tanh_p, x); }
-Tensor sigmoid(const Tensor& x) { return floating_unary(sigmoid_p, x); }
+Tensor sin(const Tensor& x) { return inexact_unary(sin_p, x); }
+Tensor cos(const Tensor& x) { return inexact_unary(cos_p, x); }
+Tensor tanh(const Tensor& x) { return inexact_unary(tanh_p, x); }
+Tensor sigmoid(const Tensor& x) { return inexact_unary(sigmoid_p, x); }
 Tensor relu(const Tensor& x) { return numeric_unary(relu_p, x); }
-Tensor sqrt(const Tensor& x) { return floating_unary(sqrt_p, x); }
-Tensor abs(const Tensor& x) { return numeric_unary(abs_p, x); }
+Tensor sqrt(const Tensor& x) { return inexact_unary(sqrt_p, x); }
+namespace detail {
+Tensor complex_abs(const Tensor& z);  // src/ops/complex.cpp
+}
+Tensor abs(const Tensor& x) {
+  check_defined(x, "abs");
+  return is_complex(x.dtype()) ? detail::complex_abs(x) : numeric_unary(abs_p, x);
+}
 Tensor sign(const Tensor& x) { return numeric_unary(sign_p, x); }
 
 Tensor square(const Tensor& x) { return x * x; }
@@ -272,19 +305,19 @@ Tensor sub(const Tensor& a, const Tensor& b) { return binary(sub_p, a, b); }
 Tensor mul(const Tensor& a, const Tensor& b) { return binary(mul_p, a, b); }
 Tensor div(const Tensor& a, const Tensor& b) {
   // True division: integer operands become f32 first (no integer division by zero traps).
-  if (a.defined() && b.defined() && !is_floating(promote(a.dtype(), b.dtype())))
+  if (a.defined() && b.defined() && !is_inexact(promote(a.dtype(), b.dtype())))
     return binary(div_p, astype(a, f32), astype(b, f32));
   return binary(div_p, a, b);
 }
 Tensor pow(const Tensor& a, const Tensor& b) { return binary(pow_p, a, b, true); }
-Tensor maximum(const Tensor& a, const Tensor& b) { return binary(maximum_p, a, b); }
-Tensor minimum(const Tensor& a, const Tensor& b) { return binary(minimum_p, a, b); }
+Tensor maximum(const Tensor& a, const Tensor& b) { return real_binary(maximum_p, a, b); }
+Tensor minimum(const Tensor& a, const Tensor& b) { return real_binary(minimum_p, a, b); }
 
 Tensor add(const Tensor& a, double b) { return with_number(add_scalar_p, a, b); }
 Tensor mul(const Tensor& a, double b) { return with_number(mul_scalar_p, a, b); }
 Tensor pow(const Tensor& a, double b) {
   check_defined(a, "pow_scalar");
-  FX_CHECK(is_floating(a.dtype()), "fx::pow: needs a floating tensor, got ",
+  FX_CHECK(is_inexact(a.dtype()), "fx::pow: needs a floating or complex tensor, got ",
            dtype_name(a.dtype()), " ", a.shape());
   return with_number(pow_scalar_p, a, b);
 }
@@ -347,11 +380,14 @@ Tensor where(const Tensor& cond, double a, const Tensor& b) {
 Tensor astype(const Tensor& x, DType dtype) {
   check_defined(x, "astype");
   if (x.dtype() == dtype) return x;
+  FX_CHECK(!is_complex(x.dtype()) || is_complex(dtype), "fx::astype: ", dtype_name(x.dtype()),
+           " ", x.shape(), " to ", dtype_name(dtype),
+           " would drop the imaginary part; use fx::real, fx::imag or fx::abs");
   Params p;
   p.dtype = dtype;
   p.i[0] = int64_t(x.dtype());
   // Conversions to an integer or bool type are not differentiable.
-  if (!is_floating(dtype)) {
+  if (!is_inexact(dtype)) {
     Tensor out = Tensor::empty(x.shape(), dtype, x.device());
     Tensor in[] = {x};
     dispatch({astype_p, in, out, p});
@@ -367,11 +403,13 @@ Tensor stop_gradient(const Tensor& x) {
 
 bool allclose(const Tensor& a, const Tensor& b, double rtol, double atol) {
   if (!(a.shape() == b.shape())) return false;
-  auto va = to_vector<double>(a), vb = to_vector<double>(b);
+  // Complex tensors compare as complex numbers (|a - b| is the modulus); real ones as reals.
+  auto va = to_vector<std::complex<double>>(a), vb = to_vector<std::complex<double>>(b);
   for (size_t i = 0; i < va.size(); ++i) {
-    if (std::isnan(va[i]) != std::isnan(vb[i])) return false;
-    if (!std::isnan(va[i]) && std::abs(va[i] - vb[i]) > atol + rtol * std::abs(vb[i]))
-      return false;
+    bool na = std::isnan(va[i].real()) || std::isnan(va[i].imag());
+    bool nb = std::isnan(vb[i].real()) || std::isnan(vb[i].imag());
+    if (na != nb) return false;
+    if (!na && std::abs(va[i] - vb[i]) > atol + rtol * std::abs(vb[i])) return false;
   }
   return true;
 }

@@ -15,7 +15,7 @@ bool tracked(const Tensor& x) { return detail::recording_depth != 0 && x.impl()-
 // onto x, stamped with the storage's new version.
 void overwrite(Tensor& x, const Tensor& z) {
   if (z.impl() != x.impl()) {
-    visit_dtype(x.dtype(), [&]<class T>() {
+    visit_dtype_all(x.dtype(), [&]<class T>() {
       T* xp = static_cast<T*>(x.storage()->data) + x.offset();
       const T* zp = static_cast<const T*>(z.storage()->data) + z.offset();
       const Shape& s = x.shape();

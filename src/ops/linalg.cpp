@@ -2,6 +2,7 @@
 // broadcasting with views so the pullback stays two matmuls.
 #include "fluxion/ops/linalg.hpp"
 
+#include "fluxion/ops/complex.hpp"
 #include "fluxion/ops/elementwise.hpp"
 #include "fluxion/ops/primitives.hpp"
 #include "fluxion/ops/reduce.hpp"
@@ -21,8 +22,9 @@ Primitive matmul_p{
     },
     .saves = saves::inputs,
     .pullback = [](const PullbackArgs& a, const Tensor& dy, Tensor* dx) {
-      if (a.wants(0)) dx[0] = matmul(dy, transpose(a.input(1)));
-      if (a.wants(1)) dx[1] = matmul(transpose(a.input(0)), dy);
+      // Adjoints: dA = dY B^H, dB = A^H dY (conj is the identity on real tensors).
+      if (a.wants(0)) dx[0] = matmul(dy, conj(transpose(a.input(1))));
+      if (a.wants(1)) dx[1] = matmul(conj(transpose(a.input(0))), dy);
     },
     .jvp = [](const JvpArgs& a, const Tensor* dx) {
       Tensor l = dx[0].defined() ? matmul(dx[0], a.input(1)) : Tensor();

@@ -96,6 +96,9 @@ Tensor reduce(Primitive& prim, const Tensor& x, const Axes& axes, bool keepdim) 
   p.i[0] = int64_t(checked_mask(axes, x, prim.name));
   p.i[1] = keepdim;
   p.shape = x.shape();
+  FX_CHECK(&prim == &sum_p || !is_complex(x.dtype()), "fx::", prim.name,
+           ": not defined for complex tensors (they are not ordered), got ",
+           dtype_name(x.dtype()), " ", x.shape());
   if (&prim != &sum_p && x.numel() == 0)
     detail::fail("fx::", prim.name, ": reduction of an empty tensor ", x.shape());
   return bind(prim, {x}, p);
@@ -124,7 +127,7 @@ Tensor min(const Tensor& x, Axes axes, bool keepdim) { return reduce(min_p, x, a
 
 Tensor mean(const Tensor& x, Axes axes, bool keepdim) {
   FX_CHECK(x.defined(), "fx::mean: undefined tensor");
-  FX_CHECK(is_floating(x.dtype()), "fx::mean: needs a floating tensor, got ",
+  FX_CHECK(is_inexact(x.dtype()), "fx::mean: needs a floating or complex tensor, got ",
            dtype_name(x.dtype()), " ", x.shape());
   (void)checked_mask(axes, x, "mean");
   Tensor s = sum(x, axes, keepdim);
@@ -146,6 +149,9 @@ static Tensor arg_reduce(Primitive& prim, const Tensor& x, int64_t axis, bool ke
   FX_CHECK(x.defined(), "fx::", prim.name, ": undefined tensor");
   FX_CHECK(x.ndim() > 0 && x.numel() > 0, "fx::", prim.name, ": needs a non-empty tensor, got ",
            x.shape());
+  FX_CHECK(!is_complex(x.dtype()), "fx::", prim.name,
+           ": not defined for complex tensors (they are not ordered), got ",
+           dtype_name(x.dtype()), " ", x.shape());
   Params p;
   p.i[0] = int64_t(checked_mask(Axes(axis), x, prim.name));
   p.i[1] = keepdim;

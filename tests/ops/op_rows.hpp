@@ -53,6 +53,7 @@ struct Opts {
   int order = 2;                     // gradcheck order; 0 = forward only
   std::string why = "";              // why order < 2 (shown on failure)
   std::vector<DType> dtypes = {f32, f64};  // forward comparison dtypes of real inputs
+  bool complex = false;  // real inputs are complex numbers instead: c64/c128 forward, c128 gradient
   double grid = 0;                   // > 0: round real inputs to this step (forces ties)
   testing::GradcheckOptions grad = {};
 };
@@ -125,6 +126,14 @@ inline Tensor make_values(const Opts& o, const In& in, size_t position, const Sh
     case Kind::real: break;
   }
   Range r = position < o.ranges.size() ? o.ranges[position] : o.range;
+  if (is_complex(real_dtype)) {  // real and imaginary parts both drawn from the range
+    std::vector<double> w(v.size());
+    for (size_t k = 0; k < v.size(); ++k) {
+      v[k] = r.lo + (r.hi - r.lo) * gen.uniform();
+      w[k] = r.lo + (r.hi - r.lo) * gen.uniform();
+    }
+    return astype(complex(from_vector(v, s), from_vector(w, s)), real_dtype);
+  }
   const bool integer = !is_floating(real_dtype);
   for (auto& x : v) {
     x = r.lo + (r.hi - r.lo) * gen.uniform();
@@ -139,10 +148,12 @@ std::vector<Row> reduce_rows();
 std::vector<Row> view_rows();
 std::vector<Row> linalg_rows();
 std::vector<Row> index_rows();
+std::vector<Row> complex_rows();
 
 inline std::vector<Row> all_rows() {
   std::vector<Row> all;
-  for (auto family : {elementwise_rows, reduce_rows, view_rows, linalg_rows, index_rows})
+  for (auto family :
+       {elementwise_rows, reduce_rows, view_rows, linalg_rows, index_rows, complex_rows})
     for (Row& r : family()) all.push_back(std::move(r));
   return all;
 }

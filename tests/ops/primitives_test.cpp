@@ -100,6 +100,17 @@ Inputs make_inputs(const Row& row, const Case& c, DType dtype, Layout layout, ui
   return out;
 }
 
+// A tensor's values as doubles; a complex element gives its real and imaginary parts.
+std::vector<double> as_doubles(const Tensor& t) {
+  if (!is_complex(t.dtype())) return to_vector<double>(t);
+  std::vector<double> out;
+  for (std::complex<double> z : to_vector<std::complex<double>>(t)) {
+    out.push_back(z.real());
+    out.push_back(z.imag());
+  }
+  return out;
+}
+
 // Empty when equal within the dtype's tolerance, else a description of the first mismatch.
 std::string mismatch(const Tensor& got, const Tensor& want) {
   std::ostringstream os;
@@ -108,11 +119,12 @@ std::string mismatch(const Tensor& got, const Tensor& want) {
        << dtype_name(want.dtype()) << " " << want.shape();
     return os.str();
   }
-  auto g = to_vector<double>(got), w = to_vector<double>(want);
+  auto g = as_doubles(got), w = as_doubles(want);
   double scale = 0;
   for (double x : w)
     if (std::isfinite(x)) scale = std::max(scale, std::abs(x));
-  const double rtol = want.dtype() == f64 ? 1e-12 : want.dtype() == f32 ? 1e-5 : 0;
+  const DType part = real_dtype(want.dtype());
+  const double rtol = part == f64 ? 1e-12 : part == f32 ? 1e-5 : 0;
   for (size_t i = 0; i < g.size(); ++i) {
     bool same = (std::isnan(g[i]) && std::isnan(w[i])) || g[i] == w[i] ||
                 std::abs(g[i] - w[i]) <= rtol * (std::abs(w[i]) + scale);
@@ -153,7 +165,7 @@ TEST_P(PrimitiveRow, ForwardMatchesTheReferenceBackend) {
                                           << layout_name(layout));
         Inputs in = make_inputs(row, c, dtype, layout, seed_of(row.name, ci, int(layout)));
         std::vector<std::vector<double>> before;
-        for (const Tensor& o : in.owners) before.push_back(to_vector<double>(o));
+        for (const Tensor& o : in.owners) before.push_back(as_doubles(o));
         Outcome got, want;
         {
           testing::BackendScope scope(testing::Backends::all);
@@ -175,7 +187,7 @@ TEST_P(PrimitiveRow, ForwardMatchesTheReferenceBackend) {
         std::string m = mismatch(got.out, want.out);
         EXPECT_TRUE(m.empty()) << m;
         for (size_t k = 0; k < in.owners.size(); ++k) {
-          auto after = to_vector<double>(in.owners[k]);
+          auto after = as_doubles(in.owners[k]);
           bool same = after.size() == before[k].size();
           for (size_t j = 0; same && j < after.size(); ++j)
             same = after[j] == before[k][j] || (std::isnan(after[j]) && std::isnan(before[k][j]));
@@ -205,7 +217,7 @@ TEST_P(PrimitiveRow, GradientMatchesFiniteDifferences) {
   }
   for (size_t ci = 0; ci < row.o.cases.size(); ++ci) {
     SCOPED_TRACE(::testing::Message() << "case " << ci);
-    Inputs in = make_inputs(row, row.o.cases[ci], f64, Layout::contiguous,
+    Inputs in = make_inputs(row, row.o.cases[ci], row.o.complex ? c128 : f64, Layout::contiguous,
                             seed_of(row.name, ci, 99));
     testing::GradcheckOptions o = row.o.grad;
     o.order = row.o.order;

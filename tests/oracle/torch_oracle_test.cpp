@@ -43,6 +43,11 @@ void PrintTo(const OracleRow& r, std::ostream* os) { *os << r.name; }
 std::vector<int64_t> dims(const fx::Shape& s) { return {s.begin(), s.end()}; }
 
 torch::Tensor to_torch(const Tensor& t) {
+  if (fx::is_complex(t.dtype())) {
+    auto v = fx::to_vector<std::complex<double>>(t);
+    auto d = torch::from_blob(v.data(), dims(t.shape()), torch::kComplexDouble).clone();
+    return t.dtype() == fx::c64 ? d.to(torch::kComplexFloat) : d;
+  }
   auto v = fx::to_vector<double>(t);
   auto d = torch::from_blob(v.data(), dims(t.shape()), torch::kDouble).clone();
   switch (t.dtype()) {
@@ -51,6 +56,7 @@ torch::Tensor to_torch(const Tensor& t) {
     case fx::i32:
     case fx::i64: return d.to(torch::kLong);  // torch indexes with i64
     case fx::boolean: return d.to(torch::kBool);
+    default: break;
   }
   return d;
 }
@@ -62,17 +68,34 @@ fx::DType dtype_of(const torch::Tensor& t) {
     case torch::kInt: return fx::i32;
     case torch::kLong: return fx::i64;
     case torch::kBool: return fx::boolean;
+    case torch::kComplexFloat: return fx::c64;
+    case torch::kComplexDouble: return fx::c128;
     default: throw std::runtime_error("unexpected torch dtype");
   }
 }
 
+// A tensor's values as doubles; complex elements give their real and imaginary parts.
 std::vector<double> values_of(const torch::Tensor& t) {
-  auto d = t.detach().to(torch::kDouble).contiguous();
+  torch::Tensor d = t.detach();
+  if (d.is_complex())
+    d = torch::view_as_real(d.resolve_conj().to(torch::kComplexDouble).contiguous());
+  d = d.to(torch::kDouble).contiguous();
   return {d.data_ptr<double>(), d.data_ptr<double>() + d.numel()};
 }
 
 double tolerance(fx::DType t, double f32_rtol) {
+  t = fx::real_dtype(t);
   return t == fx::f64 ? 1e-10 : t == fx::f32 ? f32_rtol : 0;
+}
+
+std::vector<double> values_of(const Tensor& t) {
+  if (!fx::is_complex(t.dtype())) return fx::to_vector<double>(t);
+  std::vector<double> out;
+  for (std::complex<double> z : fx::to_vector<std::complex<double>>(t)) {
+    out.push_back(z.real());
+    out.push_back(z.imag());
+  }
+  return out;
 }
 
 // Empty when equal within tolerance `rtol` of each element and of the largest element.
@@ -83,7 +106,7 @@ std::string mismatch(const Tensor& got, const torch::Tensor& want, double rtol) 
     os << "shape " << got.shape() << " vs torch " << want.sizes();
     return os.str();
   }
-  auto g = fx::to_vector<double>(got), w = values_of(want);
+  auto g = values_of(got), w = values_of(want);
   double scale = 0;
   for (double x : w)
     if (std::isfinite(x)) scale = std::max(scale, std::abs(x));
@@ -307,6 +330,32 @@ std::vector<OracleRow> oracle_rows() {
                               torch::argmin(x, -1).to(x.scalar_type())});
        },
        {.cases = shapes({{9, 13}}), .order = 0}},
+      // ---- complex numbers: inputs drawn with both parts in the range (c128, then c64)
+      {"complex", bin(fx::complex), T2(torch::complex(a, b)), {.cases = bs}},
+      {"real", un(fx::real), T1(torch::real(x)), {.cases = us, .complex = true}},
+      {"imag", un(fx::imag), T1(torch::imag(x)), {.cases = us, .complex = true}},
+      {"conj", un(fx::conj), T1(torch::conj(x)), {.cases = us, .complex = true}},
+      {"angle", un(fx::angle), T1(torch::angle(x)),
+       {.cases = us, .range = {0.3, 2}, .complex = true}},
+      {"complex_abs", un(fx::abs), T1(torch::abs(x)),
+       {.cases = us, .range = {0.3, 2}, .complex = true}},
+      {"fft", un([](const Tensor& x) { return fx::fft(x); }), T1(torch::fft::fft(x)),
+       {.cases = shapes({{16}, {5, 12}, {3, 7, 9}}), .complex = true}},
+      {"ifft_axis0", un([](const Tensor& x) { return fx::ifft(x, 0); }),
+       T1(torch::fft::ifft(x, c10::nullopt, 0)), {.cases = shapes({{6, 5}}), .complex = true}},
+      {"exp_complex", un(fx::exp), T1(torch::exp(x)), {.cases = us, .complex = true}},
+      {"log_complex", un(fx::log), T1(torch::log(x)),
+       {.cases = us, .range = {0.3, 2}, .complex = true}},
+      {"sqrt_complex", un(fx::sqrt), T1(torch::sqrt(x)),
+       {.cases = us, .range = {0.3, 2}, .complex = true}},
+      {"mul_complex", bin(fx::mul), T2(a * b), {.cases = bs, .complex = true}},
+      {"div_complex", bin(fx::div), T2(a / b), {.cases = bs, .range = {0.3, 2}, .complex = true}},
+      {"matmul_complex", bin(fx::matmul), T2(torch::matmul(a, b)),
+       {.cases = pairs({{{45, 65}, {65, 33}}, {{2, 3, 4}, {4, 5}}}), .complex = true}},
+      {"sum_complex", un([](const Tensor& x) { return fx::sum(x, {0}); }),
+       T1(torch::sum(x, {0})), {.cases = nonscalar, .complex = true}},
+      {"abs_fft_of_real", un([](const Tensor& x) { return fx::abs(fx::fft(x)); }),
+       T1(torch::abs(torch::fft::fft(x))), {.cases = shapes({{16}, {3, 10}})}},
       {"mlp_layer",
        [](const Args& a) { return fx::tanh(fx::matmul(a[0], fx::transpose(a[1])) + a[2]); },
        [](const TArgs& a) { return torch::tanh(torch::matmul(a[0], a[1].t()) + a[2]); },
@@ -319,7 +368,8 @@ class Oracle : public ::testing::TestWithParam<OracleRow> {};
 TEST_P(Oracle, ForwardAndGradientMatchLibtorch) {
   const OracleRow& row = GetParam();
   for (size_t ci = 0; ci < row.o.cases.size(); ++ci) {
-    for (fx::DType dtype : {fx::f64, fx::f32}) {
+    for (fx::DType dtype : row.o.complex ? std::vector{fx::c128, fx::c64}
+                                         : std::vector{fx::f64, fx::f32}) {
       SCOPED_TRACE(::testing::Message() << "case " << ci << ", " << fx::dtype_name(dtype));
       const Case& c = row.o.cases[ci];
       fx::Generator gen(1000 + ci);
@@ -329,7 +379,7 @@ TEST_P(Oracle, ForwardAndGradientMatchLibtorch) {
       TArgs targs;
       for (const Tensor& a : args) {
         torch::Tensor t = to_torch(a);
-        if (fx::is_floating(a.dtype()) && row.o.order > 0) t.set_requires_grad(true);
+        if (fx::is_inexact(a.dtype()) && row.o.order > 0) t.set_requires_grad(true);
         targs.push_back(t);
       }
       // forward
@@ -341,11 +391,13 @@ TEST_P(Oracle, ForwardAndGradientMatchLibtorch) {
       EXPECT_TRUE(m.empty()) << "forward: " << m;
       if (row.o.order == 0) continue;
       // gradient of sum(f(x) * u)
-      Tensor u = fx::astype(fx::randn(y.shape(), gen, fx::f64), y.dtype());
+      // For complex outputs both libraries read the cotangent as dL/dRe + i dL/dIm.
+      Tensor u = fx::astype(fx::randn(y.shape(), gen, fx::is_complex(y.dtype()) ? fx::c128 : fx::f64),
+                            y.dtype());
       std::vector<Tensor> grads = back(u);
       if (ty.requires_grad()) ty.backward(to_torch(u));
       for (size_t i = 0; i < args.size(); ++i) {
-        if (!fx::is_floating(args[i].dtype())) continue;
+        if (!fx::is_inexact(args[i].dtype())) continue;
         torch::Tensor tg = targs[i].grad();
         if (!tg.defined()) tg = torch::zeros_like(targs[i]);
         ASSERT_EQ(grads[i].dtype(), dtype_of(tg)) << "gradient dtype of input " << i;
@@ -374,7 +426,8 @@ TEST(OracleTable, EveryBuiltinPrimitiveHasAnOracleRowThatAppliesIt) {
     Args args;
     const Case& c = it->o.cases[0];
     for (size_t i = 0; i < c.size(); ++i)
-      args.push_back(fx::rows::make_values(it->o, c[i], i, c[i].shape, fx::f64, gen));
+      args.push_back(fx::rows::make_values(it->o, c[i], i, c[i].shape,
+                                           it->o.complex ? fx::c128 : fx::f64, gen));
     fx::testing::BackendScope scope;
     (void)it->fx(args);
     int64_t calls = scope.forward_calls(*p);

@@ -104,6 +104,8 @@ class Tensor {
   double item() const;
   template <class T>
   T item() const { return static_cast<T>(item()); }
+  // The single element of a one-element tensor of any dtype, as a complex number.
+  std::complex<double> item_complex() const;
 
   // Common view and conversion helpers (free functions in fluxion/ops do the same).
   Tensor contiguous() const;

@@ -21,7 +21,9 @@ namespace fx {
   /* views and their adjoints */ X(reshape) X(permute) X(slice) X(pad_slice) X(slice_set) X(expand)       \
   X(concat)                                                                                   \
   /* linear algebra */ X(matmul)                                                             \
-  /* indexing */ X(index_select) X(index_add) X(gather) X(scatter_add)
+  /* indexing */ X(index_select) X(index_add) X(gather) X(scatter_add)                      \
+  /* complex numbers */ X(complex) X(real) X(imag) X(conj) X(angle) X(complex_abs)            \
+  /* spectral */ X(fft)
 
 #define FX_DECLARE_PRIMITIVE(name) extern Primitive name##_p;
 FX_BUILTIN_PRIMITIVES(FX_DECLARE_PRIMITIVE)

@@ -10,7 +10,9 @@
 // Unless options.forward is false, forward mode must agree too: <u, jvp(f, x, v)> = <back(u), v>.
 // With order 2 it then checks h(x) = <back_x(u), w> the same way, which differentiates the
 // pullback itself (gradient of gradient). Arguments may be tensors, numbers or FX_FIELDS
-// structs; only floating tensor leaves are perturbed.
+// structs; only floating and complex tensor leaves are perturbed. Complex leaves and outputs use
+// the real inner product <a, b> = Re sum(conj(a) b), under which fluxion's cotangent convention
+// (dL/dx + i dL/dy) makes every pullback the adjoint of its pushforward.
 #pragma once
 #include <cmath>
 #include <ostream>
@@ -43,12 +45,15 @@ struct GradcheckResult {
 
 namespace detail {
 
-// A copy of x with every floating tensor leaf converted to f64.
+// f64, or c128 for complex tensors: the dtype checks run in.
+inline DType check_dtype(DType t) { return is_complex(t) ? c128 : f64; }
+
+// A copy of x with every floating (complex) tensor leaf converted to f64 (c128).
 template <class T>
 T promote_f64(const T& x) {
   T y = x;
   zip_tensors([](Tensor& t) {
-    if (t.defined() && is_floating(t.dtype())) t = astype(t, f64).clone();
+    if (t.defined() && is_inexact(t.dtype())) t = astype(t, check_dtype(t.dtype())).clone();
   }, y);
   return y;
 }
@@ -58,7 +63,7 @@ template <class T>
 T random_like(const T& x, Generator& gen) {
   T y = x;
   zip_tensors([&](Tensor& t) {
-    if (t.defined() && is_floating(t.dtype())) t = randn(t.shape(), gen, f64);
+    if (t.defined() && is_inexact(t.dtype())) t = randn(t.shape(), gen, check_dtype(t.dtype()));
   }, y);
   return y;
 }
@@ -68,17 +73,20 @@ template <class T>
 T axpy(const T& x, double s, const T& v) {
   T y = x;
   zip_tensors([&](Tensor& t, const Tensor& d) {
-    if (t.defined() && is_floating(t.dtype())) t = t + d * s;
+    if (t.defined() && is_inexact(t.dtype())) t = t + d * s;
   }, y, v);
   return y;
 }
 
-// sum over floating leaves of sum(a * b), as a 0-d tensor (differentiable).
+// Re sum(conj(a) b) of two tensors (sum(a b) for real ones), as a 0-d real tensor.
+inline Tensor real_inner(const Tensor& a, const Tensor& b) { return real(sum(conj(a) * b)); }
+
+// The sum over floating and complex leaves of real_inner, as a 0-d tensor (differentiable).
 template <class T>
 Tensor inner(const T& a, const T& b) {
   Tensor acc = scalar(0, f64);
   zip_tensors([&](const Tensor& x, const Tensor& y) {
-    if (x.defined() && y.defined() && is_floating(x.dtype())) acc = acc + sum(x * y);
+    if (x.defined() && y.defined() && is_inexact(x.dtype())) acc = acc + real_inner(x, y);
   }, a, b);
   return acc;
 }
@@ -87,9 +95,9 @@ template <class F, class... Args>
 GradcheckResult check_first_order(F& f, const GradcheckOptions& o, Generator& gen,
                                   const Args&... xs) {
   auto [y, back] = pullback(f, xs...);
-  FX_CHECK(y.defined() && is_floating(y.dtype()), "fx::testing::gradcheck: f must return a "
-                                                  "floating tensor");
-  Tensor u = randn(y.shape(), gen, f64);
+  FX_CHECK(y.defined() && is_inexact(y.dtype()), "fx::testing::gradcheck: f must return a "
+                                                 "floating or complex tensor");
+  Tensor u = randn(y.shape(), gen, check_dtype(y.dtype()));
   auto vs = std::make_tuple(random_like(xs, gen)...);
   auto gs = back(u);
   std::tuple<Args...> gt;
@@ -100,7 +108,8 @@ GradcheckResult check_first_order(F& f, const GradcheckOptions& o, Generator& ge
     ((analytic += inner(std::get<I>(gt), std::get<I>(vs)).item()), ...);
   }(std::index_sequence_for<Args...>{});
   auto eval = [&](double s) {
-    return std::apply([&](const auto&... v) { return sum(f(axpy(xs, s, v)...) * u).item(); }, vs);
+    return std::apply([&](const auto&... v) { return real_inner(u, f(axpy(xs, s, v)...)).item(); },
+                      vs);
   };
   double numeric = (eval(o.eps) - eval(-o.eps)) / (2 * o.eps);
   GradcheckResult r;
@@ -112,7 +121,7 @@ GradcheckResult check_first_order(F& f, const GradcheckOptions& o, Generator& ge
      << std::abs(analytic - numeric) << ", tolerance " << tol << ")";
   if (o.forward) {
     Tensor dy = jvp(f, std::tuple<Args...>(xs...), vs).second;
-    double forward = sum(dy * u).item();
+    double forward = real_inner(u, dy).item();
     double ftol = o.atol + 1e-9 * std::max({1.0, std::abs(analytic), std::abs(forward)});
     bool fok = std::abs(forward - analytic) <= ftol;
     r.ok = r.ok && fok;
@@ -134,7 +143,7 @@ GradcheckResult gradcheck(F f, const GradcheckOptions& o, const Args&... args) {
     Tensor u;
     {
       Tensor y0 = f(xs...);
-      u = randn(y0.shape(), gen, f64);
+      u = randn(y0.shape(), gen, detail::check_dtype(y0.dtype()));
     }
     auto ws = std::make_tuple(detail::random_like(xs, gen)...);
     auto h = [&](const auto&... zs) {

@@ -54,6 +54,10 @@ bool numeric(DType t, Fn&& fn) {
     if (t == i64) return fn.template operator()<int64_t>(), true;
     if (t == i32) return fn.template operator()<int32_t>(), true;
   }
+  if constexpr (F::complex_ok) {
+    if (t == c64) return fn.template operator()<std::complex<float>>(), true;
+    if (t == c128) return fn.template operator()<std::complex<double>>(), true;
+  }
   return false;
 }
 
@@ -73,8 +77,8 @@ bool binary(const KernelCall& c) {
 
 template <class F>
 bool compare(const KernelCall& c) {
-  return numeric<math::Add>(c.in[0].dtype(),
-                            [&]<class T>() { map2<bool, T>(c.out, c.in[0], c.in[1], F{}); });
+  return numeric<math::Maximum>(c.in[0].dtype(),  // every real dtype, no complex
+                                [&]<class T>() { map2<bool, T>(c.out, c.in[0], c.in[1], F{}); });
 }
 
 bool where(const KernelCall& c) {
@@ -93,11 +97,16 @@ bool where(const KernelCall& c) {
   });
 }
 
+// Any dtype to any dtype, except complex to real (the ops layer asks for real() or abs()).
 bool convert(const KernelCall& c) {
   const Tensor& x = c.in[0];
-  visit_dtype(x.dtype(), [&]<class S>() {
-    visit_dtype(c.out.dtype(), [&]<class D>() {
-      map1<D, S>(c.out, x, [](S v) { return static_cast<D>(v); });
+  if (is_complex(x.dtype()) && !is_complex(c.out.dtype())) return false;
+  visit_dtype_all(x.dtype(), [&]<class S>() {
+    visit_dtype_all(c.out.dtype(), [&]<class D>() {
+      if constexpr (is_complex_v<D> && !is_complex_v<S>)
+        map1<D, S>(c.out, x, [](S v) { return D(typename D::value_type(v)); });
+      else if constexpr (is_complex_v<D> || !is_complex_v<S>)
+        map1<D, S>(c.out, x, [](S v) { return static_cast<D>(v); });
     });
   });
   return true;

@@ -2,6 +2,7 @@
 // Anything else declines to the reference backend.
 #include <cblas.h>
 
+#include <complex>
 #include <cstring>
 #include <vector>
 
@@ -10,6 +11,18 @@
 
 namespace fx::backend::cpu {
 namespace {
+
+// Runs run.template operator()<T>() for f32, f64, c64 and c128; declines anything else.
+template <class Run>
+bool floating_or_complex(DType t, Run& run) {
+  switch (t) {
+    case DType::f32: return run.template operator()<float>(), true;
+    case DType::f64: return run.template operator()<double>(), true;
+    case DType::c64: return run.template operator()<std::complex<float>>(), true;
+    case DType::c128: return run.template operator()<std::complex<double>>(), true;
+    default: return false;
+  }
+}
 
 // Sum when the reduced axes form a prefix or a suffix of a contiguous input.
 bool sum(const KernelCall& c) {
@@ -28,14 +41,16 @@ bool sum(const KernelCall& c) {
   int64_t outer = 1, inner = 1;
   for (int d = 0; d < nd; ++d) (d < split ? outer : inner) *= x.shape()[d];
   auto run = [&]<class T>() {
+    // Accumulate in double precision (std::complex<double> for complex tensors).
+    using Acc = std::conditional_t<is_complex_v<T>, std::complex<double>, double>;
     const T* xp = x.data<T>();
     T* op = c.out.data<T>();
     if (suffix) {  // out[o] = sum of a contiguous block
 #pragma omp parallel for if (outer * inner >= kParallelMin)
       for (int64_t o = 0; o < outer; ++o) {
-        double acc = 0;
+        Acc acc = 0;
         const T* p = xp + o * inner;
-        for (int64_t j = 0; j < inner; ++j) acc += p[j];
+        for (int64_t j = 0; j < inner; ++j) acc += Acc(p[j]);
         op[o] = T(acc);
       }
     } else {  // out[j] = sum over rows: accumulate row by row (unit stride)
@@ -46,9 +61,7 @@ bool sum(const KernelCall& c) {
       }
     }
   };
-  if (x.dtype() == f32) return run.template operator()<float>(), true;
-  if (x.dtype() == f64) return run.template operator()<double>(), true;
-  return false;
+  return floating_or_complex(x.dtype(), run);
 }
 
 // A matrix operand as BLAS sees it: transposed or not, with a leading dimension.
@@ -74,12 +87,22 @@ template <class T>
 void gemm(bool ta, bool tb, int64_t m, int64_t n, int64_t k, const T* a, int64_t lda,
           const T* b, int64_t ldb, T* c, int64_t ldc) {
   auto A = ta ? CblasTrans : CblasNoTrans, B = tb ? CblasTrans : CblasNoTrans;
-  if constexpr (std::is_same_v<T, float>)
+  if constexpr (std::is_same_v<T, float>) {
     cblas_sgemm(CblasRowMajor, A, B, int(m), int(n), int(k), 1.0f, a, int(lda), b, int(ldb),
                 0.0f, c, int(ldc));
-  else
+  } else if constexpr (std::is_same_v<T, double>) {
     cblas_dgemm(CblasRowMajor, A, B, int(m), int(n), int(k), 1.0, a, int(lda), b, int(ldb), 0.0,
                 c, int(ldc));
+  } else {  // complex: alpha and beta by pointer; OpenBLAS takes the interleaved layout as is
+    const T one = 1, zero = 0;
+    using R = typename T::value_type;
+    if constexpr (std::is_same_v<R, float>)
+      cblas_cgemm(CblasRowMajor, A, B, int(m), int(n), int(k), &one, a, int(lda), b, int(ldb),
+                  &zero, c, int(ldc));
+    else
+      cblas_zgemm(CblasRowMajor, A, B, int(m), int(n), int(k), &one, a, int(lda), b, int(ldb),
+                  &zero, c, int(ldc));
+  }
 }
 
 // Products this small cost less as a plain loop than as a BLAS call (argument checks, thread
@@ -99,7 +122,7 @@ void tiny_gemm(int64_t m, int64_t n, int64_t k, const T* a, int64_t ars, int64_t
 
 bool matmul(const KernelCall& c) {
   const Tensor &a = c.in[0], &b = c.in[1];
-  if (a.dtype() != f32 && a.dtype() != f64) return false;
+  if (!is_inexact(a.dtype())) return false;
   const int nd = a.ndim();
   const int64_t m = a.shape()[nd - 2], k = a.shape()[nd - 1], n = b.shape()[nd - 1];
   if (nd == 2 && m * n * k <= kTinyGemm) {
@@ -107,9 +130,7 @@ bool matmul(const KernelCall& c) {
       tiny_gemm<T>(m, n, k, a.data<T>(), a.stride(0), a.stride(1), b.data<T>(), b.stride(0),
                    b.stride(1), c.out.data<T>());
     };
-    if (a.dtype() == f32) tiny.template operator()<float>();
-    else tiny.template operator()<double>();
-    return true;
+    return floating_or_complex(a.dtype(), tiny);
   }
   BlasMatrix ma, mb;
   if (!as_blas(m, k, a.stride(nd - 2), a.stride(nd - 1), ma) ||
@@ -134,9 +155,7 @@ bool matmul(const KernelCall& c) {
               op + bi * m * n, std::max<int64_t>(n, 1));
     }
   };
-  if (a.dtype() == f32) run.template operator()<float>();
-  else run.template operator()<double>();
-  return true;
+  return floating_or_complex(a.dtype(), run);
 }
 
 }  // namespace
@@ -147,6 +166,8 @@ void register_reduce_linalg() {
 }
 
 void register_elementwise();
+void register_complex();
+void register_fft();
 
 }  // namespace fx::backend::cpu
 
@@ -154,5 +175,7 @@ namespace fx::backend {
 void register_cpu() {
   cpu::register_elementwise();
   cpu::register_reduce_linalg();
+  cpu::register_complex();
+  cpu::register_fft();
 }
 }  // namespace fx::backend

@@ -7,6 +7,31 @@
 namespace fx::backend {
 namespace {
 
+// Runs run.template operator()<T>() for the dtypes functor F is defined for; declines complex
+// dtypes F does not take (dispatch then names the op), rejects bool and, for floating-only F,
+// integers.
+template <class F, class Run>
+bool run_for(DType t, const char* op, Run& run) {
+  if (is_complex(t)) {
+    if constexpr (F::complex_ok) {
+      visit_dtype_all(t, [&]<class T>() {
+        if constexpr (is_complex_v<T>) run.template operator()<T>();
+      });
+      return true;
+    }
+    return false;
+  }
+  if constexpr (F::floating_only) {
+    visit_floating(t, op, run);
+  } else {
+    visit_dtype(t, [&]<class T>() {
+      if constexpr (std::is_same_v<T, bool>) detail::fail("fx::", op, ": not defined for bool");
+      else run.template operator()<T>();
+    });
+  }
+  return true;
+}
+
 template <class F>
 bool unary(const KernelCall& c) {
   const Tensor& x = c.in[0];
@@ -17,15 +42,7 @@ bool unary(const KernelCall& c) {
     if constexpr (requires { f.s; }) f.s = c.params.s;
     for (int64_t i = 0, n = x.numel(); i < n; ++i) op[i] = f(xp[offset_of(i, x)]);
   };
-  if constexpr (F::floating_only) {
-    visit_floating(x.dtype(), c.prim.name, run);
-  } else {
-    visit_dtype(x.dtype(), [&]<class T>() {
-      if constexpr (std::is_same_v<T, bool>) detail::fail("fx::", c.prim.name, ": not defined for bool");
-      else run.template operator()<T>();
-    });
-  }
-  return true;
+  return run_for<F>(x.dtype(), c.prim.name, run);
 }
 
 template <class F>
@@ -38,20 +55,13 @@ bool binary(const KernelCall& c) {
     for (int64_t i = 0, n = c.out.numel(); i < n; ++i)
       op[i] = F{}(ap[offset_of(i, a)], bp[offset_of(i, b)]);
   };
-  if constexpr (F::floating_only) {
-    visit_floating(a.dtype(), c.prim.name, run);
-  } else {
-    visit_dtype(a.dtype(), [&]<class T>() {
-      if constexpr (std::is_same_v<T, bool>) detail::fail("fx::", c.prim.name, ": not defined for bool");
-      else run.template operator()<T>();
-    });
-  }
-  return true;
+  return run_for<F>(a.dtype(), c.prim.name, run);
 }
 
 template <class F>
 bool compare(const KernelCall& c) {
   const Tensor &a = c.in[0], &b = c.in[1];
+  if (is_complex(a.dtype())) return false;  // complex numbers are not ordered
   visit_dtype(a.dtype(), [&]<class T>() {
     const T* ap = a.data<T>();
     const T* bp = b.data<T>();
@@ -64,7 +74,7 @@ bool compare(const KernelCall& c) {
 
 bool where(const KernelCall& c) {
   const Tensor &m = c.in[0], &a = c.in[1], &b = c.in[2];
-  visit_dtype(a.dtype(), [&]<class T>() {
+  visit_dtype_all(a.dtype(), [&]<class T>() {
     const bool* mp = m.data<bool>();
     const T* ap = a.data<T>();
     const T* bp = b.data<T>();
@@ -76,13 +86,20 @@ bool where(const KernelCall& c) {
 }
 
 // copy and astype: out (contiguous, out's dtype) = x converted.
+// Complex to real is refused (the ops layer asks for real() or abs() instead).
 bool convert(const KernelCall& c) {
   const Tensor& x = c.in[0];
-  visit_dtype(x.dtype(), [&]<class S>() {
-    visit_dtype(c.out.dtype(), [&]<class D>() {
+  if (is_complex(x.dtype()) && !is_complex(c.out.dtype())) return false;
+  visit_dtype_all(x.dtype(), [&]<class S>() {
+    visit_dtype_all(c.out.dtype(), [&]<class D>() {
       const S* xp = x.data<S>();
       D* op = c.out.data<D>();
-      for (int64_t i = 0, n = x.numel(); i < n; ++i) op[i] = static_cast<D>(xp[offset_of(i, x)]);
+      for (int64_t i = 0, n = x.numel(); i < n; ++i) {
+        if constexpr (is_complex_v<D> && !is_complex_v<S>)
+          op[i] = D(typename D::value_type(xp[offset_of(i, x)]));
+        else if constexpr (is_complex_v<D> || !is_complex_v<S>)
+          op[i] = static_cast<D>(xp[offset_of(i, x)]);
+      }
     });
   });
   return true;

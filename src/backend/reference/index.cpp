@@ -19,7 +19,7 @@ int64_t checked_index(const Tensor& idx, int64_t at, int64_t dim_size, const cha
 
 // Copies src (any strides) into the contiguous tensor dst, elementwise, same dtype.
 void copy_into(const Tensor& dst, const Tensor& src) {
-  visit_dtype(src.dtype(), [&]<class T>() {
+  visit_dtype_all(src.dtype(), [&]<class T>() {
     const T* sp = src.data<T>();
     T* dp = dst.data<T>();
     for (int64_t i = 0, n = src.numel(); i < n; ++i) dp[i] = sp[offset_of(i, src)];
@@ -36,7 +36,7 @@ bool index_rows(const KernelCall& c) {
   const char* op = Select ? "index_select" : "index_add";
   if (!Select) copy_into(out, c.in[0]);
   const Shape& big = Select ? x.shape() : out.shape();  // shape indexed by idx
-  visit_dtype(x.dtype(), [&]<class T>() {
+  visit_dtype_all(x.dtype(), [&]<class T>() {
     const T* xp = x.data<T>();
     T* op_ = out.data<T>();
     const Shape& s = Select ? out.shape() : x.shape();  // iterate over the small side
@@ -75,7 +75,7 @@ bool gather_scatter(const KernelCall& c) {
   const Tensor& big = Gather ? x : out;
   const Shape& s = idx.shape();
   Tensor idxc = idx;
-  visit_dtype(x.dtype(), [&]<class T>() {
+  visit_dtype_all(x.dtype(), [&]<class T>() {
     const T* xp = x.data<T>();
     T* op_ = out.data<T>();
     for (int64_t i = 0, n = s.numel(); i < n; ++i) {
@@ -96,7 +96,7 @@ bool gather_scatter(const KernelCall& c) {
 // out = zeros(params.shape); out[.., start + j*step, ..] = dy[.., j, ..] along params.i[0].
 // Writes `part` into out at out[.., start + j*step, ..] along axis (out already initialised).
 void write_slice(const Tensor& out, const Tensor& part, int axis, int64_t start, int64_t step) {
-  visit_dtype(part.dtype(), [&]<class T>() {
+  visit_dtype_all(part.dtype(), [&]<class T>() {
     const T* dp = part.data<T>();
     T* op = out.data<T>();
     const Shape& s = part.shape();
@@ -133,7 +133,7 @@ bool concat(const KernelCall& c) {
   const Tensor& out = c.out;
   int64_t at = 0;
   for (const Tensor& x : c.in) {
-    visit_dtype(x.dtype(), [&]<class T>() {
+    visit_dtype_all(x.dtype(), [&]<class T>() {
       const T* xp = x.data<T>();
       T* op = out.data<T>();
       const Shape& s = x.shape();
@@ -170,12 +170,14 @@ void register_reference_index() {
 void register_reference_elementwise();
 void register_reference_reduce();
 void register_reference_linalg();
+void register_reference_complex();
 
 void register_reference() {
   register_reference_elementwise();
   register_reference_reduce();
   register_reference_linalg();
   register_reference_index();
+  register_reference_complex();
 }
 
 }  // namespace fx::backend

@@ -11,7 +11,9 @@ bool matmul(const KernelCall& c) {
   int64_t m = a.shape()[nd - 2], k = a.shape()[nd - 1], n = b.shape()[nd - 1];
   Shape batch;
   for (int d = 0; d < nd - 2; ++d) batch.push_back(a.shape()[d]);
-  visit_dtype(a.dtype(), [&]<class T>() {
+  visit_dtype_all(a.dtype(), [&]<class T>() {
+    // Accumulate in double precision: double, or std::complex<double>.
+    using Acc = std::conditional_t<is_complex_v<T>, std::complex<double>, double>;
     const T* ap = a.data<T>();
     const T* bp = b.data<T>();
     T* op = out.data<T>();
@@ -25,10 +27,10 @@ bool matmul(const KernelCall& c) {
       T* o = op + bi * m * n;
       for (int64_t i = 0; i < m; ++i)
         for (int64_t j = 0; j < n; ++j) {
-          double acc = 0;
+          Acc acc = 0;
           for (int64_t p = 0; p < k; ++p)
-            acc += double(ap[ao + i * a.stride(nd - 2) + p * a.stride(nd - 1)]) *
-                   double(bp[bo + p * b.stride(nd - 2) + j * b.stride(nd - 1)]);
+            acc += Acc(ap[ao + i * a.stride(nd - 2) + p * a.stride(nd - 1)]) *
+                   Acc(bp[bo + p * b.stride(nd - 2) + j * b.stride(nd - 1)]);
           o[i * n + j] = static_cast<T>(acc);
         }
     }

@@ -33,9 +33,33 @@ struct ReduceLayout {
   }
 };
 
+// Sum of a complex tensor, accumulated in std::complex<double>.
+bool complex_sum(const KernelCall& c) {
+  const Tensor& x = c.in[0];
+  ReduceLayout L(x, uint64_t(c.params.i[0]));
+  visit_dtype_all(x.dtype(), [&]<class T>() {
+    if constexpr (is_complex_v<T>) {
+      const T* xp = x.data<T>();
+      T* op = c.out.data<T>();
+      for (int64_t o = 0, nout = L.kept.numel(); o < nout; ++o) {
+        int64_t base = ReduceLayout::off(o, L.kept, L.kept_stride);
+        std::complex<double> acc = 0;
+        for (int64_t r = 0, nred = L.reduced.numel(); r < nred; ++r)
+          acc += std::complex<double>(xp[base + ReduceLayout::off(r, L.reduced, L.red_stride)]);
+        op[o] = T(acc);
+      }
+    }
+  });
+  return true;
+}
+
 template <class Acc>
 bool reduce(const KernelCall& c) {
   const Tensor& x = c.in[0];
+  if (is_complex(x.dtype())) {  // only sums are defined: complex numbers are not ordered
+    if constexpr (Acc::is_sum) return complex_sum(c);
+    else return false;
+  }
   ReduceLayout L(x, uint64_t(c.params.i[0]));
   visit_dtype(x.dtype(), [&]<class T>() {
     const T* xp = x.data<T>();
@@ -53,14 +77,17 @@ bool reduce(const KernelCall& c) {
 }
 
 struct SumAcc {
+  static constexpr bool is_sum = true;
   double value = 0;
   void add(double v, int64_t) { value += v; }
 };
 struct MaxAcc {
+  static constexpr bool is_sum = false;
   double value = -INFINITY;
   void add(double v, int64_t) { value = (v > value || std::isnan(v)) ? v : value; }
 };
 struct MinAcc {
+  static constexpr bool is_sum = false;
   double value = INFINITY;
   void add(double v, int64_t) { value = (v < value || std::isnan(v)) ? v : value; }
 };
@@ -68,6 +95,7 @@ struct MinAcc {
 template <bool Max>
 bool arg_reduce(const KernelCall& c) {
   const Tensor& x = c.in[0];
+  if (is_complex(x.dtype())) return false;
   ReduceLayout L(x, uint64_t(c.params.i[0]));
   visit_dtype(x.dtype(), [&]<class T>() {
     const T* xp = x.data<T>();
