@@ -32,6 +32,17 @@ std::vector<Row> elementwise_rows() {
       {"tanh_large", un(fx::tanh), {.cases = large}},
       {"sigmoid", un(fx::sigmoid), {.cases = us, .range = {-5, 5}}},
       {"sigmoid_extreme", un(fx::sigmoid), {.cases = shapes({{64}}), .range = {-800, 800}}},
+      // The SIMD polynomials' range edges: overflow to inf, NaN for log of negatives, huge sin
+      // arguments, log1p of negatives (the tuned kernels fall back to <cmath> per vector).
+      {"exp_overflow", un(fx::exp),
+       {.cases = shapes({{45, 65}}), .range = {80, 720}, .order = 0, .why = "inf outputs"}},
+      {"log_edges", un(fx::log),
+       {.cases = shapes({{45, 65}}), .range = {-1, 1}, .order = 0, .why = "NaN outputs"}},
+      {"log1p_negative", un(fx::log1p), {.cases = shapes({{45, 65}}), .range = {-0.99, 0}}},
+      {"sin_huge", un(fx::sin),
+       {.cases = shapes({{45, 65}}), .range = {3e4, 5e4}, .order = 0, .why = "ill-conditioned"}},
+      {"cos_large", un(fx::cos), {.cases = large, .range = {-40, 40}}},
+      {"exp_large", un(fx::exp), {.cases = large, .range = {-5, 5}}},
       // relu, abs: kinks at 0, which the seeded random inputs do not come near.
       {"relu", un(fx::relu), {.cases = us, .dtypes = kNumeric}},
       {"sqrt", un(fx::sqrt), {.cases = us, .range = {0.1, 4}}},

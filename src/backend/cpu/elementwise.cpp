@@ -1,6 +1,7 @@
 // Tuned CPU elementwise kernels: collapsed strided rows, unit-stride fast path, OpenMP.
 #include "backend/backends.hpp"
 #include "backend/cpu/loops.hpp"
+#include "backend/cpu/vector_math.hpp"
 #include "backend/math.hpp"
 
 namespace fx::backend::cpu {
@@ -61,9 +62,43 @@ bool numeric(DType t, Fn&& fn) {
   return false;
 }
 
+// The vectorised version of a functor, where there is one (vector_math.hpp).
+template <class F> inline constexpr bool has_vector = false;
+template <class F> inline constexpr VecFn vector_of = VecFn::exp;
+#define FX_VECTOR(Functor, fn)                                  \
+  template <> inline constexpr bool has_vector<Functor> = true; \
+  template <> inline constexpr VecFn vector_of<Functor> = VecFn::fn;
+FX_VECTOR(math::Exp, exp)
+FX_VECTOR(math::Log, log)
+FX_VECTOR(math::Log1p, log1p)
+FX_VECTOR(math::Sin, sin)
+FX_VECTOR(math::Cos, cos)
+FX_VECTOR(math::Tanh, tanh)
+FX_VECTOR(math::Sigmoid, sigmoid)
+#undef FX_VECTOR
+
+// y = f(x) on contiguous real arrays through the SIMD polynomials, split across threads.
+template <class T>
+void vector_unary(VecFn fn, const T* x, T* y, int64_t n) {
+  const int threads = n >= kParallelMin ? omp_get_max_threads() : 1;
+  if (threads <= 1) return vector_map(fn, x, y, n);
+#pragma omp parallel num_threads(threads)
+  {
+    const int t = omp_get_thread_num(), nt = omp_get_num_threads();
+    const int64_t lo = n * t / nt, hi = n * (t + 1) / nt;
+    vector_map(fn, x + lo, y + lo, hi - lo);
+  }
+}
+
 template <class F>
 bool unary(const KernelCall& c) {
   return numeric<F>(c.in[0].dtype(), [&]<class T>() {
+    if constexpr (has_vector<F> && std::is_floating_point_v<T>) {
+      if (c.in[0].is_contiguous()) {  // the output is always contiguous
+        vector_unary(vector_of<F>, c.in[0].data<T>(), c.out.data<T>(), c.out.numel());
+        return;
+      }
+    }
     F f{};
     if constexpr (requires { f.s; }) f.s = c.params.s;
     map1<T, T>(c.out, c.in[0], f);
