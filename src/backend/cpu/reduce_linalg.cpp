@@ -1,4 +1,5 @@
-// Tuned CPU sum over leading or trailing axes of contiguous input, and matmul through OpenBLAS.
+// Tuned CPU sum, max and min over leading or trailing axes of contiguous input, and matmul
+// through OpenBLAS.
 // Anything else declines to the reference backend.
 #include <cblas.h>
 
@@ -24,8 +25,15 @@ bool floating_or_complex(DType t, Run& run) {
   }
 }
 
-// Sum when the reduced axes form a prefix or a suffix of a contiguous input.
-bool sum(const KernelCall& c) {
+// A reduction whose reduced axes form a prefix or a suffix of a contiguous input, seen as an
+// (outer, inner) matrix: suffix reduces each row (out[o] over inner), prefix reduces each column
+// (out[j] over outer rows).
+struct SplitReduction {
+  bool suffix = false;
+  int64_t outer = 1, inner = 1;
+};
+
+bool split_reduction(const KernelCall& c, SplitReduction& r) {
   const Tensor& x = c.in[0];
   if (!x.is_contiguous() || x.ndim() == 0) return false;
   const uint64_t mask = uint64_t(c.params.i[0]);
@@ -34,18 +42,24 @@ bool sum(const KernelCall& c) {
   while (lead < nd && ((mask >> lead) & 1u)) ++lead;
   while (trail < nd && ((mask >> (nd - 1 - trail)) & 1u)) ++trail;
   const int nred = __builtin_popcountll(mask);
-  const bool suffix = trail == nred, prefix = lead == nred;
-  if (!prefix && !suffix) return false;
-  // suffix: outer kept dims, inner reduced; prefix: outer reduced dims, inner kept.
-  const int split = suffix ? nd - trail : lead;
-  int64_t outer = 1, inner = 1;
-  for (int d = 0; d < nd; ++d) (d < split ? outer : inner) *= x.shape()[d];
+  r.suffix = trail == nred;
+  if (!r.suffix && lead != nred) return false;
+  const int split = r.suffix ? nd - trail : lead;
+  for (int d = 0; d < nd; ++d) (d < split ? r.outer : r.inner) *= x.shape()[d];
+  return true;
+}
+
+bool sum(const KernelCall& c) {
+  SplitReduction r;
+  if (!split_reduction(c, r)) return false;
+  const Tensor& x = c.in[0];
+  const int64_t outer = r.outer, inner = r.inner;
   auto run = [&]<class T>() {
     // Accumulate in double precision (std::complex<double> for complex tensors).
     using Acc = std::conditional_t<is_complex_v<T>, std::complex<double>, double>;
     const T* xp = x.data<T>();
     T* op = c.out.data<T>();
-    if (suffix) {  // out[o] = sum of a contiguous block
+    if (r.suffix) {  // out[o] = sum of a contiguous block
 #pragma omp parallel for if (outer * inner >= kParallelMin)
       for (int64_t o = 0; o < outer; ++o) {
         Acc acc = 0;
@@ -55,13 +69,45 @@ bool sum(const KernelCall& c) {
       }
     } else {  // out[j] = sum over rows: accumulate row by row (unit stride)
       std::memset(op, 0, size_t(inner) * sizeof(T));
-      for (int64_t r = 0; r < outer; ++r) {
-        const T* p = xp + r * inner;
+      for (int64_t row = 0; row < outer; ++row) {
+        const T* p = xp + row * inner;
         for (int64_t j = 0; j < inner; ++j) op[j] += p[j];
       }
     }
   };
   return floating_or_complex(x.dtype(), run);
+}
+
+// max / min of real floating tensors. A NaN wins and sticks, as in the reference backend.
+template <bool Max>
+bool extremum(const KernelCall& c) {
+  SplitReduction r;
+  const Tensor& x = c.in[0];
+  if (!is_floating(x.dtype()) || x.numel() == 0 || !split_reduction(c, r)) return false;
+  const int64_t outer = r.outer, inner = r.inner;
+  auto run = [&]<class T>() {
+    auto pick = [](T acc, T v) { return ((Max ? v > acc : v < acc) || v != v) ? v : acc; };
+    const T* xp = x.data<T>();
+    T* op = c.out.data<T>();
+    if (r.suffix) {
+#pragma omp parallel for if (outer * inner >= kParallelMin)
+      for (int64_t o = 0; o < outer; ++o) {
+        const T* p = xp + o * inner;
+        T acc = p[0];
+        for (int64_t j = 1; j < inner; ++j) acc = pick(acc, p[j]);
+        op[o] = acc;
+      }
+    } else {
+      std::memcpy(op, xp, size_t(inner) * sizeof(T));
+      for (int64_t row = 1; row < outer; ++row) {
+        const T* p = xp + row * inner;
+        for (int64_t j = 0; j < inner; ++j) op[j] = pick(op[j], p[j]);
+      }
+    }
+  };
+  if (x.dtype() == f32) run.template operator()<float>();
+  else run.template operator()<double>();
+  return true;
 }
 
 // A matrix operand as BLAS sees it: transposed or not, with a leading dimension.
@@ -162,6 +208,8 @@ bool matmul(const KernelCall& c) {
 
 void register_reduce_linalg() {
   register_kernel(sum_p, Device::cpu, kCpuRank, sum);
+  register_kernel(max_p, Device::cpu, kCpuRank, extremum<true>);
+  register_kernel(min_p, Device::cpu, kCpuRank, extremum<false>);
   register_kernel(matmul_p, Device::cpu, kCpuRank, matmul);
 }
 
