@@ -1,4 +1,4 @@
-// Tuned CPU sum, max and min over leading or trailing axes of contiguous input, and matmul
+// Tuned CPU sum, max and min over one run of adjacent axes of a contiguous input, and matmul
 // through OpenBLAS.
 // Anything else declines to the reference backend.
 #include <cblas.h>
@@ -25,12 +25,11 @@ bool floating_or_complex(DType t, Run& run) {
   }
 }
 
-// A reduction whose reduced axes form a prefix or a suffix of a contiguous input, seen as an
-// (outer, inner) matrix: suffix reduces each row (out[o] over inner), prefix reduces each column
-// (out[j] over outer rows).
+// A reduction whose reduced axes are one run of adjacent dims of a contiguous input, seen as an
+// (outer, reduced, inner) array: out[o][j] = reduce over r of x[o][r][j]. Sums over the last
+// axes (inner = 1), the first ones (outer = 1) and the middle (unbroadcasting a batch) all fit.
 struct SplitReduction {
-  bool suffix = false;
-  int64_t outer = 1, inner = 1;
+  int64_t outer = 1, reduced = 1, inner = 1;
 };
 
 bool split_reduction(const KernelCall& c, SplitReduction& r) {
@@ -38,14 +37,13 @@ bool split_reduction(const KernelCall& c, SplitReduction& r) {
   if (!x.is_contiguous() || x.ndim() == 0) return false;
   const uint64_t mask = uint64_t(c.params.i[0]);
   const int nd = x.ndim();
-  int lead = 0, trail = 0;
-  while (lead < nd && ((mask >> lead) & 1u)) ++lead;
-  while (trail < nd && ((mask >> (nd - 1 - trail)) & 1u)) ++trail;
-  const int nred = __builtin_popcountll(mask);
-  r.suffix = trail == nred;
-  if (!r.suffix && lead != nred) return false;
-  const int split = r.suffix ? nd - trail : lead;
-  for (int d = 0; d < nd; ++d) (d < split ? r.outer : r.inner) *= x.shape()[d];
+  int first = 0;
+  while (first < nd && !((mask >> first) & 1u)) ++first;
+  int last = first;
+  while (last < nd && ((mask >> last) & 1u)) ++last;
+  if (first == nd || (mask >> last) != 0) return false;  // nothing reduced, or two runs
+  for (int d = 0; d < nd; ++d)
+    (d < first ? r.outer : d < last ? r.reduced : r.inner) *= x.shape()[d];
   return true;
 }
 
@@ -53,25 +51,29 @@ bool sum(const KernelCall& c) {
   SplitReduction r;
   if (!split_reduction(c, r)) return false;
   const Tensor& x = c.in[0];
-  const int64_t outer = r.outer, inner = r.inner;
+  const int64_t outer = r.outer, red = r.reduced, inner = r.inner;
   auto run = [&]<class T>() {
     // Accumulate in double precision (std::complex<double> for complex tensors).
     using Acc = std::conditional_t<is_complex_v<T>, std::complex<double>, double>;
     const T* xp = x.data<T>();
     T* op = c.out.data<T>();
-    if (r.suffix) {  // out[o] = sum of a contiguous block
-#pragma omp parallel for if (outer * inner >= kParallelMin)
+    if (inner == 1) {  // out[o] = sum of a contiguous block
+#pragma omp parallel for if (outer * red >= kParallelMin)
       for (int64_t o = 0; o < outer; ++o) {
         Acc acc = 0;
-        const T* p = xp + o * inner;
-        for (int64_t j = 0; j < inner; ++j) acc += Acc(p[j]);
+        const T* p = xp + o * red;
+        for (int64_t j = 0; j < red; ++j) acc += Acc(p[j]);
         op[o] = T(acc);
       }
-    } else {  // out[j] = sum over rows: accumulate row by row (unit stride)
-      std::memset(op, 0, size_t(inner) * sizeof(T));
-      for (int64_t row = 0; row < outer; ++row) {
-        const T* p = xp + row * inner;
-        for (int64_t j = 0; j < inner; ++j) op[j] += p[j];
+    } else {  // out[o][j] = sum over rows r: accumulate row by row (unit stride)
+#pragma omp parallel for if (outer > 1 && outer * red * inner >= kParallelMin)
+      for (int64_t o = 0; o < outer; ++o) {
+        T* out = op + o * inner;
+        std::memset(out, 0, size_t(inner) * sizeof(T));
+        for (int64_t row = 0; row < red; ++row) {
+          const T* p = xp + (o * red + row) * inner;
+          for (int64_t j = 0; j < inner; ++j) out[j] += p[j];
+        }
       }
     }
   };
@@ -84,24 +86,25 @@ bool extremum(const KernelCall& c) {
   SplitReduction r;
   const Tensor& x = c.in[0];
   if (!is_floating(x.dtype()) || x.numel() == 0 || !split_reduction(c, r)) return false;
-  const int64_t outer = r.outer, inner = r.inner;
+  const int64_t outer = r.outer, red = r.reduced, inner = r.inner;
   auto run = [&]<class T>() {
     auto pick = [](T acc, T v) { return ((Max ? v > acc : v < acc) || v != v) ? v : acc; };
     const T* xp = x.data<T>();
     T* op = c.out.data<T>();
-    if (r.suffix) {
-#pragma omp parallel for if (outer * inner >= kParallelMin)
-      for (int64_t o = 0; o < outer; ++o) {
-        const T* p = xp + o * inner;
-        T acc = p[0];
-        for (int64_t j = 1; j < inner; ++j) acc = pick(acc, p[j]);
+#pragma omp parallel for if (outer * red * inner >= kParallelMin)
+    for (int64_t o = 0; o < outer; ++o) {
+      const T* block = xp + o * red * inner;
+      if (inner == 1) {
+        T acc = block[0];
+        for (int64_t j = 1; j < red; ++j) acc = pick(acc, block[j]);
         op[o] = acc;
-      }
-    } else {
-      std::memcpy(op, xp, size_t(inner) * sizeof(T));
-      for (int64_t row = 1; row < outer; ++row) {
-        const T* p = xp + row * inner;
-        for (int64_t j = 0; j < inner; ++j) op[j] = pick(op[j], p[j]);
+      } else {
+        T* out = op + o * inner;
+        std::memcpy(out, block, size_t(inner) * sizeof(T));
+        for (int64_t row = 1; row < red; ++row) {
+          const T* p = block + row * inner;
+          for (int64_t j = 0; j < inner; ++j) out[j] = pick(out[j], p[j]);
+        }
       }
     }
   };
