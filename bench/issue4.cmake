@@ -1,6 +1,6 @@
-# Issue 4 benchmarks: LSTM overhead, matmul vs OpenBLAS, ADBench GMM and LSTM.
+# Issue 4 benchmarks: LSTM overhead, matmul vs OpenBLAS, ADBench GMM, LSTM and BA.
 # Included from bench/CMakeLists.txt. Each prints fluxion beside its peers as name=value lines.
-foreach(b lstm_overhead matmul adbench_gmm adbench_lstm)
+foreach(b lstm_overhead matmul adbench_gmm adbench_lstm adbench_ba)
   if(EXISTS ${CMAKE_CURRENT_LIST_DIR}/${b}.cpp)
     add_executable(${b} ${CMAKE_CURRENT_LIST_DIR}/${b}.cpp)
     target_link_libraries(${b} PRIVATE fluxion)
