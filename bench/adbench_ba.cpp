@@ -461,13 +461,14 @@ void fill_vals(Csr& J, const std::array<const double*, 2 * kLocal>& cols, const 
   std::memcpy(v + 30 * p, wd, p * sizeof(double));
 }
 
-// The column pointers of (p,) gradients; an allocation-free zero (stride 0) becomes null.
+// The column pointers of (p,) gradients (an allocation-free zero, stride 0, is materialised:
+// one column per row, and no guessing which views are zeros).
 std::array<const double*, 2 * kLocal> fx_columns(std::vector<fx::Tensor>& g) {
   std::array<const double*, 2 * kLocal> c{};
   for (size_t k = 0; k < g.size(); ++k) {
-    if (g[k].defined() && g[k].strides()[0] == 0) continue;
-    if (g[k].defined() && !g[k].is_contiguous()) g[k] = fx::contiguous(g[k]);
-    c[k] = g[k].defined() ? g[k].data<double>() : nullptr;
+    if (!g[k].defined()) continue;
+    if (!g[k].is_contiguous()) g[k] = fx::contiguous(g[k]);
+    c[k] = g[k].data<double>();
   }
   return c;
 }

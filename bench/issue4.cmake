@@ -15,3 +15,9 @@ if(TARGET matmul)
   target_include_directories(matmul PRIVATE ${CBLAS_INCLUDE_DIR})
   target_link_libraries(matmul PRIVATE ${BLAS_LIBRARIES})
 endif()
+# The BA benchmark checks its four Jacobians against each other and finite differences before
+# timing; run that check (no timing) with the tests.
+if(TARGET adbench_ba AND FLUXION_TESTS)
+  add_test(NAME adbench_ba_agreement
+           COMMAND adbench_ba --sets ba1 --min-time 0 --samples 1 --budget 0)
+endif()

@@ -44,7 +44,7 @@ case $MODE in
          BA_SIZES=(--sets ba1,ba2); MLP_OPTS=(--epochs 3 --steps 100) ;;
   full)  LSTM_OPTS=(--reps 15 --inner 20); MM_OPTS=(--reps 7)
          AD_TIME=(--min-time 0.5 --samples 10 --budget 5); GMM_SIZES=(--sets 1k,10k)
-         BA_SIZES=(--sets ba1,ba2,ba3,ba4,ba5,ba6,ba7,ba8,ba9,ba10); MLP_OPTS=(--epochs 5) ;;
+         BA_SIZES=(--sets ba1,ba3,ba5,ba8,ba10); MLP_OPTS=(--epochs 5) ;;
   *)     LSTM_OPTS=(--reps 15 --inner 20); MM_OPTS=(--reps 7)
          AD_TIME=(--min-time 0.1 --samples 3 --budget 1); GMM_SIZES=(--sets 1k,10k --max-d 20)
          BA_SIZES=(); MLP_OPTS=(--epochs 5) ;;
