@@ -26,6 +26,12 @@
 //                            zero), so only its downstream ops carry tangents;
 //   fluxion_scalar_real    — the generic code on fx::Real (reverse mode), one short tape per
 //                            observation swept back twice.
+// Why these picks (one run on a shared 2-core machine, seconds per Jacobian, ba1 / ba5):
+// tensor reverse 0.026 / 0.40 against tensor forward 0.18 / 1.95 — reverse records one forward
+// pass and sweeps it twice, while forward mode re-evaluates the program 15 times and the
+// rotation seeds carry tangents through nearly all of it; scalar Dual 0.021 / 0.11 against
+// scalar Real 0.078 / 0.61 — 15 tangents ride along in registers, where Real writes a tape and
+// sweeps it twice per observation.
 #include <omp.h>
 
 #include <algorithm>
