@@ -1,6 +1,6 @@
-# Issue 4 benchmarks: LSTM overhead, matmul vs OpenBLAS, ADBench GMM and LSTM.
+# Issue 4 benchmarks: LSTM overhead, matmul vs OpenBLAS, ADBench GMM, LSTM and BA.
 # Included from bench/CMakeLists.txt. Each prints fluxion beside its peers as name=value lines.
-foreach(b lstm_overhead matmul adbench_gmm adbench_lstm)
+foreach(b lstm_overhead matmul adbench_gmm adbench_lstm adbench_ba)
   if(EXISTS ${CMAKE_CURRENT_LIST_DIR}/${b}.cpp)
     add_executable(${b} ${CMAKE_CURRENT_LIST_DIR}/${b}.cpp)
     target_link_libraries(${b} PRIVATE fluxion)
@@ -14,4 +14,10 @@ endforeach()
 if(TARGET matmul)
   target_include_directories(matmul PRIVATE ${CBLAS_INCLUDE_DIR})
   target_link_libraries(matmul PRIVATE ${BLAS_LIBRARIES})
+endif()
+# The BA benchmark checks its four Jacobians against each other and finite differences before
+# timing; run that check (no timing) with the tests.
+if(TARGET adbench_ba AND FLUXION_TESTS)
+  add_test(NAME adbench_ba_agreement
+           COMMAND adbench_ba --sets ba1 --min-time 0 --samples 1 --budget 0)
 endif()

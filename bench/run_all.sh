@@ -8,7 +8,7 @@
 #   bench/run_all.sh --full       # also the large ADBench GMM sizes (10k points, d = 32)
 #
 # Names in results.txt are stable: overhead_*, mlp_t1_*, mlp_t2_*, scalar_ad_*, and the names
-# printed by lstm_overhead, matmul, adbench_gmm and adbench_lstm (already prefixed), plus
+# printed by lstm_overhead, matmul, adbench_gmm, adbench_lstm and adbench_ba (already prefixed), plus
 # <bench>_wall_s and <bench>_peak_rss_kb for every run. The acceptance ratios of issue 4 are
 # collected under acceptance_* at the end.
 set -euo pipefail
@@ -30,6 +30,7 @@ GEN=""
 [ -f "$BUILD/build.ninja" ] || { command -v ninja >/dev/null && GEN="-G Ninja"; }
 cmake -S . -B "$BUILD" $GEN -DCMAKE_BUILD_TYPE=Release >/dev/null
 TARGETS=(overhead train_mlp lstm_overhead matmul adbench_gmm adbench_lstm)
+[ -f bench/adbench_ba.cpp ] && TARGETS+=(adbench_ba)
 [ -f bench/scalar_ad.cpp ] && TARGETS+=(scalar_ad)
 cmake --build "$BUILD" -j"$(nproc)" --target "${TARGETS[@]}"
 mkdir -p "$OUT" docs
@@ -40,13 +41,13 @@ RESULTS=$OUT/results.txt
 case $MODE in
   quick) LSTM_OPTS=(--reps 5 --inner 5); MM_OPTS=(--reps 5 --sizes 64,256,1024)
          AD_TIME=(--min-time 0.05 --samples 2 --budget 0.5); GMM_SIZES=(--sets 1k --max-d 10 --max-k 50)
-         MLP_OPTS=(--epochs 3 --steps 100) ;;
+         BA_SIZES=(--sets ba1,ba2); MLP_OPTS=(--epochs 3 --steps 100) ;;
   full)  LSTM_OPTS=(--reps 15 --inner 20); MM_OPTS=(--reps 7)
          AD_TIME=(--min-time 0.5 --samples 10 --budget 5); GMM_SIZES=(--sets 1k,10k)
-         MLP_OPTS=(--epochs 5) ;;
+         BA_SIZES=(--sets ba1,ba3,ba5,ba8,ba10); MLP_OPTS=(--epochs 5) ;;
   *)     LSTM_OPTS=(--reps 15 --inner 20); MM_OPTS=(--reps 7)
          AD_TIME=(--min-time 0.1 --samples 3 --budget 1); GMM_SIZES=(--sets 1k,10k --max-d 20)
-         MLP_OPTS=(--epochs 5) ;;
+         BA_SIZES=(); MLP_OPTS=(--epochs 5) ;;
 esac
 
 # run NAME PREFIX CMD...: runs CMD, keeps its output in $OUT/NAME.log, appends its name=value
@@ -80,6 +81,9 @@ if [ -x "$B/scalar_ad" ]; then
 fi
 run adbench_lstm "" "$B/adbench_lstm" "${AD_TIME[@]}"
 run adbench_gmm "" "$B/adbench_gmm" "${GMM_SIZES[@]}" "${AD_TIME[@]}"
+if [ -x "$B/adbench_ba" ]; then
+  run adbench_ba "" "$B/adbench_ba" ${BA_SIZES[@]+"${BA_SIZES[@]}"} "${AD_TIME[@]}"
+fi
 
 # Derived acceptance figures (issue 4), under stable names.
 python3 - "$RESULTS" <<'EOF' >> "$RESULTS"
@@ -106,6 +110,12 @@ for kind in ("gmm", "lstm"):
     if man: out.append((f"acceptance_{kind}_ratio_fluxion_manual_max", max(man)))
     if tor: out.append((f"acceptance_{kind}_ratio_fluxion_libtorch_max", max(tor)))
     if err: out.append((f"acceptance_{kind}_max_rel_err", max(err)))
+ba = [v for k, v in r.items() if k.startswith("ba_") and k.endswith("_ratio_vs_manual")]
+bat = [v for k, v in r.items() if k.startswith("ba_ba") and k.endswith("_ratio_fluxion_torch")]
+bae = [v for k, v in r.items() if k.startswith("ba_ba") and k.endswith("_max_rel_error")]
+if ba: out.append(("acceptance_ba_ratio_fluxion_manual_max", max(ba)))
+if bat: out.append(("acceptance_ba_ratio_fluxion_torch_max", max(bat)))
+if bae: out.append(("acceptance_ba_max_rel_err", max(bae)))
 for k, v in out: print(f"{k}={v:.4g}")
 EOF
 
@@ -162,6 +172,9 @@ for k, t in [("acceptance_lstm_overhead_ratio_max", "≤ 0.0333 (1/30 of libtorc
              ("acceptance_lstm_ratio_fluxion_manual_max", "≤ 3"),
              ("acceptance_lstm_ratio_fluxion_libtorch_max", "≤ 1/3"),
              ("acceptance_lstm_max_rel_err", "≤ 1e-8"),
+             ("acceptance_ba_ratio_fluxion_manual_max", "≤ 3 (best of fluxion tensor/scalar)"),
+             ("acceptance_ba_ratio_fluxion_torch_max", "(informative)"),
+             ("acceptance_ba_max_rel_err", "≤ 1e-8"),
              ("acceptance_mlp_t1_ratio_fluxion_libtorch", "≤ 1"),
              ("acceptance_mlp_speedup_t2_vs_t1", "≥ 1.7"),
              ("acceptance_matmul_ratio_min_ge256", "≥ 0.9")]:
@@ -225,6 +238,30 @@ def tags(prefix):
     return t
 adbench_table("lstm_", "ADBench LSTM (gradient of the loss w.r.t. main and extra parameters)", tags("lstm_l"))
 adbench_table("gmm_", "ADBench GMM (gradient w.r.t. alpha, mu, icf)", tags("gmm_"))
+
+def ba_table():
+    sets = sorted({m.group(1) for k in r if (m := re.fullmatch(r"ba_(ba\d+)_ratio_vs_manual", k))},
+                  key=lambda s: int(s[2:]))
+    if not sets: return
+    w("## ADBench bundle adjustment (sparse Jacobian, CSR)\n")
+    w("Seconds per call (ADBench method; one thread). Objective: all 3p residuals; Jacobian: the "
+      "CSR matrix (structure and values) of the 2p reprojection rows (15 nonzeros each) and p "
+      "weight rows. fluxion tensor: batched fx::Tensor program, two pullbacks; fluxion scalar: "
+      "generic code on fx::Dual<double, 15> per observation; libtorch: the batched program, two "
+      "autograd passes; manual: hand-written chain rule. `best/manual`: the faster fluxion "
+      "Jacobian ÷ manual. `rel err`: largest relative disagreement of any implementation's "
+      "Jacobian or residuals with manual's.\n")
+    w("| set | p | tensor obj | tensor jac | scalar obj | scalar jac | libtorch obj | libtorch jac | manual obj | manual jac | best/manual | best/libtorch | rel err |")
+    w("|---|---|---|---|---|---|---|---|---|---|---|---|---|")
+    for s in sets:
+        t = f"ba_{s}"
+        w(f"| {s} | {g(t + '_p', '{:.0f}')} | " + " | ".join(g(f"{t}_{x}", "{:.3e}") for x in (
+            "fluxion_tensor_objective_s", "fluxion_tensor_jacobian_s", "fluxion_scalar_objective_s",
+            "fluxion_scalar_jacobian_s", "torch_objective_s", "torch_jacobian_s",
+            "manual_objective_s", "manual_jacobian_s")) +
+          f" | {g(t + '_ratio_vs_manual', '{:.2f}')} | {g(t + '_ratio_fluxion_torch', '{:.3f}')} | {g(t + '_max_rel_error', '{:.1e}')} |")
+    w("")
+ba_table()
 
 sc = [l for l in open(res) if l.startswith("scalar_ad_")]
 if sc:

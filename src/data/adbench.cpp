@@ -1,6 +1,8 @@
-// ADBench GMM input files: a whitespace tokenizer that knows its line, and strict number parsing.
+// ADBench input files (GMM, BA): a whitespace tokenizer that knows its line, and strict number
+// parsing.
 #include "fluxion/data/adbench.hpp"
 
+#include <algorithm>
 #include <charconv>
 #include <cmath>
 #include <fstream>
@@ -14,7 +16,9 @@ namespace {
 
 class Tokens {
  public:
-  Tokens(std::string text, std::string path) : text_(std::move(text)), path_(std::move(path)) {}
+  // `reader` names the public function in every message ("fx::data::read_gmm").
+  Tokens(std::string text, std::string path, const char* reader)
+      : text_(std::move(text)), path_(std::move(path)), reader_(reader) {}
 
   // The next token, or an error saying what was expected when the file has ended.
   std::string_view next(const std::string& what) {
@@ -47,13 +51,14 @@ class Tokens {
     return v;
   }
 
-  void expect_end() {
+  // `after` names the last thing the format has ("the Wishart parameters").
+  void expect_end(const char* after) {
     skip_space();
     if (pos_ < text_.size()) {
       size_t end = pos_;
       while (end < text_.size() && !is_space(text_[end]) && end - pos_ < 32) ++end;
-      fail("line ", line_, ": unexpected data after the Wishart parameters: '",
-           text_.substr(pos_, end - pos_), "'");
+      fail("line ", line_, ": unexpected data after ", after, ": '", text_.substr(pos_, end - pos_),
+           "'");
     }
   }
 
@@ -61,7 +66,7 @@ class Tokens {
 
   template <class... Parts>
   [[noreturn]] void fail(const Parts&... parts) const {
-    detail::fail("fx::data::read_gmm: ", path_, ": ", parts...);
+    detail::fail(reader_, ": ", path_, ": ", parts...);
   }
 
  private:
@@ -76,6 +81,7 @@ class Tokens {
   }
   std::string text_;
   std::string path_;
+  const char* reader_;
   size_t pos_ = 0;
   size_t line_ = 1;
   size_t count_ = 0;
@@ -88,15 +94,20 @@ std::string what(const char* name, long long item, long long of, long long entry
   return os.str();
 }
 
+// The whole file as text; a missing or unreadable file throws naming `reader` and the path.
+std::string slurp(const std::string& path, const char* reader) {
+  std::ifstream in(path, std::ios::binary);
+  FX_CHECK(in, reader, ": cannot open '", path, "'");
+  std::ostringstream buf;
+  buf << in.rdbuf();
+  FX_CHECK(!in.bad(), reader, ": error reading '", path, "'");
+  return buf.str();
+}
+
 }  // namespace
 
 GmmInput read_gmm(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  FX_CHECK(in, "fx::data::read_gmm: cannot open '", path, "'");
-  std::ostringstream buf;
-  buf << in.rdbuf();
-  FX_CHECK(!in.bad(), "fx::data::read_gmm: error reading '", path, "'");
-  Tokens tok(buf.str(), path);
+  Tokens tok(slurp(path, "fx::data::read_gmm"), path, "fx::data::read_gmm");
 
   GmmInput g;
   g.d = int(tok.integer("the dimension d", 1, 1 << 16));
@@ -124,8 +135,45 @@ GmmInput read_gmm(const std::string& path) {
   g.gamma = tok.real("the Wishart gamma");
   if (!(g.gamma > 0)) tok.fail("the Wishart gamma must be positive, got ", g.gamma);
   g.m = int(tok.integer("the Wishart m", 0, 1 << 20));
-  tok.expect_end();
+  tok.expect_end("the Wishart parameters");
   return g;
+}
+
+BaInput read_ba(const std::string& path) {
+  Tokens tok(slurp(path, "fx::data::read_ba"), path, "fx::data::read_ba");
+  BaInput b;
+  // Limits keep every derived count (11n, 3m, 2p, 15 nonzeros per reprojection row) inside int,
+  // the index type of ADBench's CSR Jacobian.
+  b.n = int(tok.integer("the number of cameras n", 1, 1 << 26));
+  b.m = int(tok.integer("the number of points m", 1, 1 << 26));
+  b.p = int(tok.integer("the number of observations p", 1, 1 << 26));
+  double cam[BaInput::kCamParams], pt[3], w, feat[2];
+  for (int j = 0; j < BaInput::kCamParams; ++j)
+    cam[j] = tok.real(what("camera value", j, BaInput::kCamParams));
+  for (int j = 0; j < 3; ++j) pt[j] = tok.real(what("point coordinate", j, 3));
+  w = tok.real("the weight");
+  for (int j = 0; j < 2; ++j) feat[j] = tok.real(what("feature coordinate", j, 2));
+  tok.expect_end("the feature");
+
+  // ADBench replicates the one camera, point, weight and feature; observation i sees camera
+  // i mod n and point i mod m.
+  const size_t n = size_t(b.n), m = size_t(b.m), p = size_t(b.p);
+  b.cams.resize(n * BaInput::kCamParams);
+  for (size_t i = 0; i < n; ++i)
+    std::copy(cam, cam + BaInput::kCamParams,
+              b.cams.begin() + std::ptrdiff_t(i * BaInput::kCamParams));
+  b.X.resize(m * 3);
+  for (size_t i = 0; i < m; ++i) std::copy(pt, pt + 3, b.X.begin() + std::ptrdiff_t(i * 3));
+  b.w.assign(p, w);
+  b.feats.resize(p * 2);
+  b.obs.resize(p * 2);
+  for (size_t i = 0; i < p; ++i) {
+    b.feats[2 * i] = feat[0];
+    b.feats[2 * i + 1] = feat[1];
+    b.obs[2 * i] = int(i % n);
+    b.obs[2 * i + 1] = int(i % m);
+  }
+  return b;
 }
 
 }  // namespace fx::data

@@ -87,3 +87,80 @@ TEST(AdbenchGmm, MalformedFilesThrowNamingTheProblem) {
   EXPECT_TRUE(read_throws(bad, {"Wishart gamma", "finite", "'nan'"}));
   EXPECT_TRUE(read_throws("1000 1000 100000\n1\n", {"promises", "bytes"}));
 }
+
+// ---- bundle adjustment ----------------------------------------------------------------------
+
+namespace {
+
+// n=2 cameras, m=3 points, p=5 observations: one camera, one point, one weight, one feature.
+const std::string kBa =
+    "2 3 5\n0.1 0.2 0.3 1 2 3 400 5 6 0.01 0.02\n7 8 9\n0.5\n10 -20\n";
+
+::testing::AssertionResult ba_throws(const std::string& text,
+                                     const std::vector<std::string>& parts) {
+  std::string path = write_temp("bad_ba.txt", text), message;
+  bool ok = fx::testing::throws_mentioning([&] { (void)fx::data::read_ba(path); }, parts, &message);
+  std::filesystem::remove(path);
+  if (ok) return ::testing::AssertionSuccess();
+  return ::testing::AssertionFailure() << "message: " << message;
+}
+
+}  // namespace
+
+TEST(AdbenchBa, ReplicatesLikeAdbench) {
+  std::string path = write_temp("ba.txt", kBa);
+  fx::data::BaInput b = fx::data::read_ba(path);
+  std::filesystem::remove(path);
+  EXPECT_EQ(b.n, 2);
+  EXPECT_EQ(b.m, 3);
+  EXPECT_EQ(b.p, 5);
+  const std::vector<double> cam{0.1, 0.2, 0.3, 1, 2, 3, 400, 5, 6, 0.01, 0.02};
+  ASSERT_EQ(b.cams.size(), 22u);
+  for (int c = 0; c < 2; ++c)
+    EXPECT_EQ(std::vector<double>(b.cams.begin() + c * 11, b.cams.begin() + c * 11 + 11), cam);
+  EXPECT_EQ(b.X, (std::vector<double>{7, 8, 9, 7, 8, 9, 7, 8, 9}));
+  EXPECT_EQ(b.w, std::vector<double>(5, 0.5));
+  EXPECT_EQ(b.feats, (std::vector<double>{10, -20, 10, -20, 10, -20, 10, -20, 10, -20}));
+  // observation i: camera i mod n, point i mod m.
+  EXPECT_EQ(b.obs, (std::vector<int>{0, 0, 1, 1, 0, 2, 1, 0, 0, 1}));
+}
+
+TEST(AdbenchBa, ReadsTheShippedFile) {
+  const char* shipped = FLUXION_ADBENCH_DIR "/ba/ba1_n49_m7776_p31843.txt";
+  ASSERT_TRUE(std::filesystem::exists(shipped)) << shipped << " (ADBench inputs beside the repo)";
+  fx::data::BaInput b = fx::data::read_ba(shipped);
+  EXPECT_EQ(b.n, 49);
+  EXPECT_EQ(b.m, 7776);
+  EXPECT_EQ(b.p, 31843);
+  ASSERT_EQ(b.cams.size(), 49u * 11u);
+  ASSERT_EQ(b.X.size(), 7776u * 3u);
+  ASSERT_EQ(b.feats.size(), 2u * 31843u);
+  ASSERT_EQ(b.obs.size(), 2u * 31843u);
+  EXPECT_EQ(b.cams[48 * 11 + 0], -0.758453);  // the last camera is the file's camera
+  EXPECT_EQ(b.cams[48 * 11 + 10], 0.002739);
+  EXPECT_EQ(b.X[7775 * 3 + 2], 3.023326);
+  EXPECT_EQ(b.w.back(), 0.417022);
+  EXPECT_EQ(b.feats[2 * 31842 + 1], 834.209256);
+  EXPECT_EQ(b.obs[2 * 31842], 31842 % 49);
+  EXPECT_EQ(b.obs[2 * 31842 + 1], 31842 % 7776);
+}
+
+TEST(AdbenchBa, MalformedFilesThrowNamingTheProblem) {
+  EXPECT_TRUE(
+      fx::testing::throws_mentioning([] { (void)fx::data::read_ba("/nonexistent/ba.txt"); },
+                                     {"fx::data::read_ba", "cannot open", "/nonexistent/ba.txt"}));
+  // Bad headers.
+  EXPECT_TRUE(ba_throws("", {"read_ba", "ends", "cameras n"}));
+  EXPECT_TRUE(ba_throws("2 x 5\n", {"read_ba", "line 1", "points m", "'x'"}));
+  EXPECT_TRUE(ba_throws("2 3 0\n", {"observations p", "is 0"}));
+  EXPECT_TRUE(ba_throws("-1 3 5\n", {"cameras n", "is -1"}));
+  EXPECT_TRUE(ba_throws("2 3 5.5\n", {"observations p", "integer", "'5.5'"}));
+  // Truncated: the feature's second coordinate is missing.
+  EXPECT_TRUE(ba_throws(kBa.substr(0, kBa.rfind("-20")), {"ends", "feature coordinate 1 of 2"}));
+  // Truncated inside the camera.
+  EXPECT_TRUE(ba_throws("2 3 5\n0.1 0.2 0.3\n", {"ends", "camera value 3 of 11"}));
+  std::string bad = kBa;
+  bad.replace(bad.find("400"), 3, "inf");
+  EXPECT_TRUE(ba_throws(bad, {"line 2", "camera value 6 of 11", "finite", "'inf'"}));
+  EXPECT_TRUE(ba_throws(kBa + "3\n", {"unexpected data after the feature", "'3'"}));
+}

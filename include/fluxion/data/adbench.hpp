@@ -1,5 +1,6 @@
 // Readers for Microsoft ADBench's input files (Šrajer, Kukelova, Fitzgibbon, arXiv:1807.10129),
-// the problems AD tools are compared on. For now: the Gaussian mixture model (GMM) problem.
+// the problems AD tools are compared on: the Gaussian mixture model (GMM) and bundle adjustment
+// (BA).
 //
 //   fx::data::GmmInput g = fx::data::read_gmm("/work/shared/adbench/gmm/1k/gmm_d10_K25.txt");
 //   g.d, g.k, g.n;                 // 10, 25, 1000
@@ -12,6 +13,16 @@
 // Wishart prior's `gamma m`. Anything else -- a missing file, a bad header, a token that is not a
 // finite number, too few values, trailing data -- throws fx::Error naming the file, the line and
 // what was expected there, so a truncated download never becomes a silently wrong benchmark.
+//
+//   fx::data::BaInput b = fx::data::read_ba("/work/shared/adbench/ba/ba1_n49_m7776_p31843.txt");
+//   b.n, b.m, b.p;                          // 49 cameras, 7776 points, 31843 observations
+//   int c = b.obs[2 * i], q = b.obs[2 * i + 1];   // observation i sees camera c and point q
+//   b.cams[c * 11 + 6];                     // camera c's focal length; b.X[q * 3 + j]: point q
+//
+// A BA file holds `n m p` and then ONE camera (11 values), one point (3), one weight and one
+// feature (2); like ADBench, read_ba replicates them into the full problem (every camera equal,
+// every point equal, ...) and pairs observation i with camera i mod n and point i mod m. The same
+// strictness applies: a bad header, a missing value or trailing data throws fx::Error.
 #pragma once
 #include <string>
 #include <vector>
@@ -34,5 +45,21 @@ struct GmmInput {
 };
 
 GmmInput read_gmm(const std::string& path);
+
+// Bundle adjustment, in ADBench's layout (its BAInput).
+struct BaInput {
+  static constexpr int kCamParams = 11;  // rotation (Rodrigues, 3), centre (3), focal (1),
+                                         // principal point (2), radial distortion (2)
+  int n = 0;  // cameras
+  int m = 0;  // points
+  int p = 0;  // observations
+  std::vector<double> cams;   // n × 11, row-major
+  std::vector<double> X;      // m × 3
+  std::vector<double> w;      // p weights
+  std::vector<double> feats;  // p × 2 observed image positions
+  std::vector<int> obs;       // p × 2: (camera index, point index) of each observation
+};
+
+BaInput read_ba(const std::string& path);
 
 }  // namespace fx::data
