@@ -211,3 +211,21 @@ TEST(Complex, OrderBasedOpsAndLossyConversionsThrowNamedErrors) {
 }
 
 }  // namespace
+
+namespace {
+
+TEST(Complex, HolomorphicDerivativeIsAJvpWithUnitTangent) {
+  // d/dz (z^2 exp(z)) = (2z + z^2) exp(z), read off forward mode with tangent 1.
+  std::vector<std::complex<double>> zs = {{0.3, -0.7}, {-1.2, 0.4}};
+  auto f = [](const fx::Tensor& z) { return z * z * fx::exp(z); };
+  fx::Tensor z = fx::from_vector(zs);
+  auto [w, df] = fx::jvp(f, z, fx::ones_like(z));
+  (void)w;
+  auto got = fx::to_vector<std::complex<double>>(df);
+  for (size_t k = 0; k < zs.size(); ++k) {
+    std::complex<double> want = (2.0 * zs[k] + zs[k] * zs[k]) * std::exp(zs[k]);
+    EXPECT_LT(std::abs(got[k] - want), 1e-13);
+  }
+}
+
+}  // namespace

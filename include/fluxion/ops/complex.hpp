@@ -10,8 +10,9 @@
 // Gradients follow Zygote's (and JAX's) convention: the cotangent of a complex value is
 // dL/dx + i dL/dy, so a holomorphic f pulls a cotangent back through conj(f'(z)), and
 // fx::gradient of a real loss is the direction of steepest ascent. Forward mode pushes tangents
-// through f'(z) as usual. Holomorphic derivatives and Wirtinger derivatives of scalar functions
-// are in fluxion/ad/complex_scalar.hpp.
+// through f'(z) as usual, so for a holomorphic elementwise f the complex derivative is a JVP:
+//   auto [w, df] = fx::jvp(f, z, fx::ones_like(z));        // df == f'(z), elementwise
+// Holomorphic and Wirtinger derivatives of scalar functions are in fluxion/ad/complex_scalar.hpp.
 //
 // Supported on complex tensors: + - * / (and with numbers), neg, exp, log, sin, cos, tanh,
 // sigmoid, sqrt, pow with a number, sum, mean, matmul (cgemm/zgemm), where, views, indexing,
