@@ -1,6 +1,9 @@
 // ADBench LSTM: the text model of ../shared/adbench/README.md (per-lane LSTM layers, loss over
 // a one-hot character sequence) and its gradient with respect to the main and extra parameters,
 //   fluxion  — fluxion tensors (f64), one op per lane-vector operation, fx::gradient,
+//   scalar   — the same objective as generic scalar code (a template on the number type over
+//              std::vector<T>), run on double for the objective and differentiated by
+//              fx::gradient on fx::Real (scalar reverse mode),
 //   libtorch — the same tensor program in libtorch (f64), autograd,
 //   manual   — hand-written loops with a hand-derived backward pass through time,
 // checked against each other (max |a - b| / max |b| <= 1e-8) and timed the ADBench way (each
@@ -11,6 +14,8 @@
 //       [--min-time 0.5] [--samples 10] [--budget 5]
 //   lstm_l2_c1024_fluxion_gradient_s=...  lstm_l2_c1024_ratio_fluxion_manual=...
 //   lstm_l2_c1024_ratio_fluxion_libtorch=...  lstm_l2_c1024_max_rel_err=...
+//   lstm_l2_c1024_scalar_gradient_s=...  lstm_l2_c1024_ratio_scalar_manual=...
+//   lstm_l2_c1024_ratio_fluxion_best_manual=...   (the faster of tensor and scalar fluxion)
 //
 // The tensor versions run the recurrence step by step (it is sequential) and compute the loss
 // over all steps at once from the stacked predictions: the same program in both libraries.
@@ -212,6 +217,57 @@ double manual(const Lstm& d, const double* main, const double* extra, double* g)
   return loss;
 }
 
+// ---- scalar: the manual forward pass written once for any number type ----------------------
+// The same arithmetic as manual() (same gate layout and order of operations), so the double
+// instantiation is the objective and the fx::Real one records it for fx::gradient.
+template <class T>
+T scalar_objective(const Lstm& d, const std::vector<T>& main, const std::vector<T>& extra) {
+  using std::exp, std::log, std::tanh;
+  const int L = d.L, C = d.C, B = d.B, T_ = C - 1;
+  auto sig = [](const auto& x) { return 1 / (1 + exp(-x)); };
+  const T* inw = extra.data();
+  const T* outw = inw + B;
+  const T* outb = inw + 2 * B;
+  const size_t nh = size_t(L) * size_t(B), nb = size_t(B);
+  std::vector<T> h(nh), c(nh), y(nb), p(nb);
+  for (int l = 0; l < L; ++l)
+    for (int b = 0; b < B; ++b) {
+      h[size_t(l * B + b)] = d.state[size_t(2 * l * B + b)];
+      c[size_t(l * B + b)] = d.state[size_t(2 * l * B + B + b)];
+    }
+  T total = 0;
+  for (int t = 0; t < T_; ++t) {
+    const double* xs = &d.seq[size_t(t * B)];
+    for (int b = 0; b < B; ++b) y[size_t(b)] = xs[b] * inw[b];
+    for (int l = 0; l < L; ++l) {
+      const T* W = main.data() + l * 8 * B;
+      const T* bb = W + 4 * B;
+      for (int b = 0; b < B; ++b) {
+        const T& x = y[size_t(b)];
+        const T& hp = h[size_t(l * B + b)];
+        T f = sig(x * W[b] + bb[b]);
+        T i = sig(hp * W[B + b] + bb[B + b]);
+        T o = sig(x * W[2 * B + b] + bb[2 * B + b]);
+        T gg = tanh(hp * W[3 * B + b] + bb[3 * B + b]);
+        T cn = c[size_t(l * B + b)] * f + i * gg;
+        c[size_t(l * B + b)] = cn;
+        T hn = o * tanh(cn);
+        h[size_t(l * B + b)] = hn;
+        y[size_t(b)] = hn;
+      }
+    }
+    T se = 0;
+    for (int b = 0; b < B; ++b) {
+      p[size_t(b)] = y[size_t(b)] * outw[b] + outb[b];
+      se += exp(p[size_t(b)]);
+    }
+    T lse = log(se + 2);
+    const double* nx = &d.seq[size_t((t + 1) * B)];
+    for (int b = 0; b < B; ++b) total += nx[b] * (p[size_t(b)] - lse);
+  }
+  return -total / (double(T_) * B);
+}
+
 // ---- fluxion ---------------------------------------------------------------------------------
 struct FxParams {
   fx::Tensor main, extra;  // (L, 2, 4, B), (3, B)
@@ -365,6 +421,21 @@ int main(int argc, char** argv) {
     (void)fx::gradient(obj, p);
     uint64_t nodes = fx::ad::tape_stats().nodes_recorded;
 
+    // Scalar fluxion: the generic objective on double, its gradient on fx::Real.
+    auto sobj = [&d](const auto& m, const auto& e) { return scalar_objective(d, m, e); };
+    double esc = scalar_objective(d, d.main, d.extra);
+    std::vector<double> gsc;
+    {
+      auto [gm, ge] = fx::gradient(sobj, d.main, d.extra);
+      gsc = gm;
+      gsc.insert(gsc.end(), ge.begin(), ge.end());
+    }
+    err = std::max({err, max_rel_err(gsc, gman), std::abs(esc - eman) / std::abs(eman)});
+    volatile double sink = 0;
+    double tsc_o = adbench_time([&] { sink = scalar_objective(d, d.main, d.extra); }, to);
+    double tsc_g = adbench_time([&] { (void)fx::gradient(sobj, d.main, d.extra); }, to);
+    (void)sink;
+
     double ttc_o = NAN, ttc_g = NAN;
 #ifdef FLUXION_HAVE_TORCH
     torch::Tensor tseq = to_torch(d.seq.data(), {C, B});
@@ -410,6 +481,11 @@ int main(int argc, char** argv) {
     std::printf("%s_manual_objective_s=%.6e\n%s_manual_gradient_s=%.6e\n", tag.c_str(), tman_o,
                 tag.c_str(), tman_g);
     std::printf("%s_ratio_fluxion_manual=%.4f\n", tag.c_str(), tfx_g / tman_g);
+    std::printf("%s_scalar_objective_s=%.6e\n%s_scalar_gradient_s=%.6e\n", tag.c_str(), tsc_o,
+                tag.c_str(), tsc_g);
+    std::printf("%s_ratio_scalar_manual=%.4f\n", tag.c_str(), tsc_g / tman_g);
+    std::printf("%s_ratio_fluxion_best_manual=%.4f\n", tag.c_str(),
+                std::min(tfx_g, tsc_g) / tman_g);
     std::printf("%s_max_rel_err=%.3e\n", tag.c_str(), err);
     std::fflush(stdout);
   }

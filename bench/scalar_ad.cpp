@@ -54,10 +54,10 @@ Timing time_it(int reps, Fn&& fn) {
 
 // Where a reverse-mode gradient's time goes: making the variables, running f (recording the
 // tape), the reverse sweep, reading the adjoints out. Returns medians; `statements` is the tape
-// length (the adjoint vector's length less one).
+// length (variables included) and `operations` its (operand, partial) pairs.
 struct Phases {
   Timing variables, record, sweep, extract;
-  size_t statements = 0;
+  size_t statements = 0, operations = 0;
 };
 template <class F, class... Args>
 Phases phases(int reps, F f, const Args&... args) {
@@ -85,7 +85,8 @@ Phases phases(int reps, F f, const Args&... args) {
     auto grads = std::apply([&](const auto&... x) { return std::tuple{extract(x)...}; }, xs);
     (void)grads;
     auto t4 = Clock::now();
-    out.statements = adj.size() - 1;
+    out.statements = rec.tape().size();
+    out.operations = rec.tape().operations();
     if (r == 0) continue;
     tv.push_back(seconds(t0, t1));
     tr.push_back(seconds(t1, t2));
@@ -101,6 +102,7 @@ Phases phases(int reps, F f, const Args&... args) {
 
 void print_phases(const char* name, const Phases& p) {
   std::printf("%s_tape_statements=%zu\n", name, p.statements);
+  std::printf("%s_tape_operations=%zu\n", name, p.operations);
   std::printf("%s_phase_variables_s=%.6f\n", name, p.variables.median);
   std::printf("%s_phase_record_s=%.6f\n", name, p.record.median);
   std::printf("%s_phase_sweep_s=%.6f\n", name, p.sweep.median);

@@ -15,6 +15,7 @@
 #include "fluxion/ad/dual.hpp"
 #include "fluxion/ad/forward.hpp"
 #include "fluxion/ad/reverse.hpp"
+#include "fluxion/ad/complex_scalar.hpp"
 #include "fluxion/ad/scalar.hpp"
 #include "fluxion/ad/scalar_derivatives.hpp"
 #include "fluxion/core/fields.hpp"

@@ -1,7 +1,9 @@
-// The scalar tape's backward sweep and recording lifetime.
+// The scalar tape's growth, reverse sweep and recording lifetime.
 #include "fluxion/ad/scalar.hpp"
 
+#include <algorithm>
 #include <atomic>
+#include <cstring>
 #include <memory>
 #include <ostream>
 
@@ -18,12 +20,100 @@ void scalar_tape_mismatch() {
                "or differentiate tensors instead");
 }
 
-void ScalarTape::grow(size_t statements) {
-  slot_store_.resize(statements);
-  partial_store_.resize(statements);
-  slots_ = slot_store_.data();
-  partials_ = partial_store_.data();
-  cap_ = uint32_t(statements);
+namespace {
+// Moves the first `keep` elements into a new uninitialised array of `cap` (no zero-filling:
+// every slot is written before it is read).
+template <class T>
+void regrow(std::unique_ptr<T[]>& store, T*& ptr, size_t keep, size_t cap) {
+  std::unique_ptr<T[]> bigger(new T[cap]);
+  if (keep) std::memcpy(bigger.get(), store.get(), keep * sizeof(T));
+  store = std::move(bigger);
+  ptr = store.get();
+}
+constexpr uint32_t kMaxIndex = 0xFFFFFFF0u;
+}  // namespace
+
+ScalarTape::ScalarTape() {
+  stmt_cap_ = 1 << 16;
+  ops_cap_ = 1 << 17;
+  regrow(end_store_, end_, 0, stmt_cap_);
+  regrow(idx_store_, idx_, 0, ops_cap_);
+  regrow(mul_store_, mul_, 0, ops_cap_);
+  end_[0] = 0;
+}
+
+void ScalarTape::grow(size_t ops) {
+  // Indices and operand offsets are 32-bit: a tape past 4e9 entries is an error, not a wrap.
+  FX_CHECK(uint64_t(n_) + 2 < kMaxIndex && uint64_t(ops_n_) + ops < kMaxIndex,
+           "fx::Real: the scalar tape is full (", n_, " statements, ", ops_n_,
+           " operands); differentiate smaller pieces or use tensors");
+  if (n_ + 1 >= stmt_cap_) {
+    size_t cap = std::min<size_t>(2 * stmt_cap_, kMaxIndex);
+    regrow(end_store_, end_, n_ + 1, cap);
+    stmt_cap_ = cap;
+  }
+  if (ops_n_ + ops > ops_cap_) {
+    size_t cap = std::min<size_t>(std::max<size_t>(2 * ops_cap_, ops_n_ + ops), kMaxIndex);
+    regrow(idx_store_, idx_, ops_n_, cap);
+    regrow(mul_store_, mul_, ops_n_, cap);
+    ops_cap_ = cap;
+  }
+}
+
+void ScalarTape::zero_variable_adjoints() {
+  double* w = adj_.data();
+  const size_t n = adj_.size();
+  for (uint32_t v : vars_)
+    if (v < n) w[v] = 0;
+  swept_ = false;
+}
+
+void ScalarTape::clear() {
+  if (swept_) zero_variable_adjoints();
+  n_ = 0;
+  ops_n_ = 0;
+  vars_.clear();
+}
+
+const std::vector<double>& ScalarTape::adjoints(uint32_t out, double seed) {
+  // Invariant: between sweeps adj_ is zero except at variables of the last sweep (re-zeroed
+  // here through vars_), so no pass over the whole buffer is needed.
+  if (swept_) zero_variable_adjoints();
+  if (adj_.size() < n_ + 1) adj_.resize(n_ + 1, 0.0);
+  swept_ = true;
+  if (out == 0) return adj_;
+#if defined(__x86_64__) && defined(__SSE2__)
+  _mm_sfence();  // order the recording's non-temporal stores before the sweep's loads
+#endif
+  double* w = adj_.data();
+  const uint32_t* end = end_;
+  const uint32_t* idx = idx_;
+  const double* mul = mul_;
+  w[out] = seed;
+  // Statements after `out` cannot feed it. A statement's adjoint is complete when the sweep
+  // reaches it; it is read, zeroed (leaving the buffer clean) and spread over its operands.
+  // Variables (no operands) keep theirs. No test for a zero adjoint: on GMM the mispredicted
+  // branch cost more (14 vs 11 ms) than the multiply-adds by zero it saved.
+  uint32_t hi = end[out];
+  for (uint32_t k = out; k >= 1; --k) {
+    const uint32_t lo = end[k - 1];
+    if (lo != hi) {
+      const double a = w[k];
+      w[k] = 0;
+      // Most statements have one to three operands: straight-line code for those keeps the
+      // loop's exit branch (unpredictable as counts vary) off the common path.
+      switch (hi - lo) {
+        case 3: w[idx[lo + 2]] += a * mul[lo + 2]; [[fallthrough]];
+        case 2: w[idx[lo + 1]] += a * mul[lo + 1]; [[fallthrough]];
+        case 1: w[idx[lo]] += a * mul[lo]; break;
+        default:
+          for (uint32_t j = lo; j < hi; ++j) w[idx[j]] += a * mul[j];
+      }
+    }
+    hi = lo;
+  }
+  w[0] = 0;  // the sink constants wrote to
+  return adj_;
 }
 
 namespace {
@@ -31,23 +121,6 @@ namespace {
 thread_local std::vector<std::unique_ptr<ScalarTape>> spare_tapes;
 std::atomic<uint32_t> next_tape_id{0};  // global: a Real may cross threads
 }  // namespace
-
-const std::vector<double>& ScalarTape::adjoints(uint32_t out, double seed) {
-  adj_.assign(size_t(n_) + 1, 0.0);
-  if (out == 0) return adj_;
-  double* w = adj_.data();
-  w[out] = seed;
-  // Statements after `out` cannot feed it; inputs (no operands) only feed the sink.
-  for (size_t k = out; k >= 1; --k) {
-    const double a = w[k];
-    const Slots s = slots_[k - 1];
-    const Partials p = partials_[k - 1];
-    w[s.a] += a * p.da;
-    w[s.b] += a * p.db;
-  }
-  w[0] = 0;
-  return adj_;
-}
 
 ScalarRecording::ScalarRecording() : outer_(active_scalar_tape), outer_id_(active_scalar_tape_id) {
   if (spare_tapes.empty()) {

@@ -99,3 +99,58 @@ TEST(ScalarAD, CapturingAnOuterVariableInANestedGradientIsAnError) {
   // The failed nested call left no recording behind.
   EXPECT_DOUBLE_EQ(fx::gradient([](auto x) { return 3 * x; }, 1.0), 3.0);
 }
+
+TEST(ScalarAD, AutoExpressionsKeepTheirOperandsValues) {
+  // `auto t = a * b` is an unrecorded expression holding copies: changing a afterwards must not
+  // change t, exactly as with double.
+  auto f = [](auto x) {
+    auto a = x + 0.0;
+    decltype(x) b = 3.0;
+    auto t = a * x;  // x²
+    b = x * 100;     // not seen by t
+    decltype(x) s = t + t * 2;
+    return s + 0 * b;  // 3x²
+  };
+  EXPECT_DOUBLE_EQ(fx::gradient(f, 1.5), 9.0);
+}
+
+TEST(ScalarAD, ConditionalsOverDifferentExpressionsHaveAType) {
+  auto f = [](auto u) {
+    decltype(u) s = 0;
+    s += u > 0 ? u * u : exp(u);   // two operands or one
+    s += u > 10 ? u * u : 0.0;     // an expression or a number
+    s += u < 0 ? u : u * 2.0;      // a Real or an expression
+    return s;
+  };
+  EXPECT_DOUBLE_EQ(fx::gradient(f, 2.0), 2 * 2.0 + 2.0);
+  EXPECT_DOUBLE_EQ(fx::gradient(f, -1.0), std::exp(-1.0) + 1.0);
+}
+
+TEST(ScalarAD, ExpressionsOfAFinishedRecordingAreRejected) {
+  fx::Real stale;
+  {
+    fx::ad::ScalarRecording rec;
+    stale = rec.variable(2.0);
+  }
+  EXPECT_TRUE(fx::testing::throws_mentioning([&] { fx::Real r = stale * stale + 1.0; (void)r; },
+                                             {"fx::Real"}));
+  EXPECT_TRUE(fx::testing::throws_mentioning(
+      [&] { (void)fx::gradient([&](auto x) { return x * stale; }, 1.0); }, {"fx::Real"}));
+}
+
+TEST(ScalarAD, LongTapesGrowAndStreamCorrectly) {
+  // Past a million operands the tape is written with streaming stores; the gradient must not
+  // notice. Σ_i x_i² over 400k variables: three operands a statement.
+  std::vector<double> x(400000);
+  for (size_t i = 0; i < x.size(); ++i) x[i] = 1e-3 * double(i % 977);
+  auto f = [](const auto& v) {
+    typename std::decay_t<decltype(v)>::value_type s = 0;
+    for (const auto& e : v) s += e * e;
+    return s;
+  };
+  for (int rep = 0; rep < 2; ++rep) {  // the second call reuses the grown tape
+    std::vector<double> g = fx::gradient(f, x);
+    for (size_t i = 0; i < x.size(); i += 997) ASSERT_DOUBLE_EQ(g[i], 2 * x[i]) << i;
+    ASSERT_DOUBLE_EQ(g.back(), 2 * x.back());
+  }
+}

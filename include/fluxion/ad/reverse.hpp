@@ -10,6 +10,9 @@
 // Scalar code: when every argument is a number (or a std::vector/std::array of numbers) and f is
 // generic, f runs with fx::Real (scalar.hpp) instead of tensors:
 //   double d = fx::gradient([](auto x) { return x * sin(x); }, 1.0);
+// Complex numbers run as std::complex<fx::Real> (complex_scalar.hpp); a real-valued f of
+// z = x + iy has the gradient ∂f/∂x + i ∂f/∂y, as in Zygote:
+//   std::complex<double> g = fx::gradient([](auto z) { return std::norm(z); }, std::complex<double>(1, 2));  // 2+4i
 //
 // Arguments may be tensors, numbers (the gradient is a number) or any structure of them:
 // structs declaring FX_FIELDS, std::vector, std::array, std::tuple, std::pair, std::optional and
@@ -18,11 +21,15 @@
 // closures freely: only operations on values derived from the arguments are recorded. Calling
 // gradient inside a differentiated function differentiates again (higher order).
 #pragma once
+#include <array>
+#include <complex>
 #include <memory>
 #include <tuple>
 #include <type_traits>
 #include <utility>
+#include <vector>
 
+#include "fluxion/ad/complex_scalar.hpp"
 #include "fluxion/ad/scalar.hpp"
 #include "fluxion/ad/tape.hpp"
 #include "fluxion/core/fields.hpp"
@@ -50,6 +57,11 @@ template <class T>
   requires std::is_arithmetic_v<T>
 struct real_of<T> {
   using type = Real;
+};
+template <class T>
+  requires std::is_floating_point_v<T>
+struct real_of<std::complex<T>> {
+  using type = std::complex<Real>;
 };
 template <class T, class A>
   requires(!std::is_void_v<typename real_of<T>::type>)
@@ -82,6 +94,9 @@ template <class T>
 real_t<T> to_real(const T& x, ScalarRecording& rec) {
   if constexpr (std::is_arithmetic_v<T>) {
     return rec.variable(double(x));
+  } else if constexpr (is_complex_v<T>) {
+    Real re = rec.variable(double(x.real()));
+    return std::complex<Real>(re, rec.variable(double(x.imag())));
   } else {
     real_t<T> r{};
     if constexpr (requires { r.resize(x.size()); }) r.resize(x.size());
@@ -94,6 +109,10 @@ template <class T>
 T adjoint_of(const T& x, const real_t<T>& r, const std::vector<double>& adj) {
   if constexpr (std::is_arithmetic_v<T>) {
     return static_cast<T>(adj[r.index()]);
+  } else if constexpr (is_complex_v<T>) {
+    // Zygote's convention: ∂f/∂x + i ∂f/∂y.
+    using V = typename T::value_type;
+    return T(static_cast<V>(adj[r.real().index()]), static_cast<V>(adj[r.imag().index()]));
   } else {
     T g = x;
     for (size_t i = 0; i < x.size(); ++i) g[i] = adjoint_of(x[i], r[i], adj);
@@ -106,6 +125,11 @@ template <class F, class... Args>
 auto scalar_value_and_gradient(F&& f, const Args&... args) {
   ScalarRecording rec;
   std::tuple<real_t<Args>...> xs{to_real(args, rec)...};
+  using R = std::remove_cvref_t<decltype(std::apply(std::forward<F>(f), xs))>;
+  static_assert(!is_complex_v<R>,
+                "fx::gradient: f returns a complex number, so it has no gradient; return a real "
+                "number (std::real, std::abs, std::norm of it), or use fx::derivative_holomorphic "
+                "or fx::wirtinger (fluxion/ad/complex_scalar.hpp)");
   Real y = std::apply(std::forward<F>(f), xs);
   const std::vector<double>& adj = rec.adjoints(y);
   auto grads = [&]<size_t... I>(std::index_sequence<I...>) {

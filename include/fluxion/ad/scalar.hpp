@@ -1,58 +1,90 @@
 // Reverse-mode AD for scalar C++ code: fx::Real is a double that records the operations it takes
-// part in on a per-thread tape (an "operation stack", as in Adept), a few nanoseconds each.
+// part in on a per-thread tape, Adept's design: an expression such as `s += a * b` or
+// `exp(x - m)` is ONE statement on the tape, with one (operand index, partial) pair per operand.
 //
 //   auto f = [](auto x) { decltype(x) s = 0; for (int i = 0; i < 10; ++i) s += sin(x * i); return s; };
 //   double df = fx::gradient(f, 1.0);                           // generic code instantiated with Real
 //   std::vector<double> g = fx::gradient(norm2, std::vector<double>{1, 2, 3});
 //
+//   fx::ad::ScalarRecording rec;                                // or by hand
+//   fx::Real x = rec.variable(2.0), y = rec.variable(3.0);
+//   fx::Real z = x * y + sin(x);                                // one statement, three operands
+//   double dzdx = rec.adjoints(z)[x.index()];                   // y + cos(x)
+//
 // Generic functions (templates or `auto` lambdas) written for double work unchanged: arithmetic,
 // comparisons, and the <cmath> functions below are found by argument-dependent lookup. Values
 // that never touch the argument are constants and record nothing.
+//
+// Arithmetic on Reals returns small expression objects (fx::ad::Expr<N>, N operands) that are
+// recorded when they become a Real (assignment, `T x = ...`, a return typed T). They hold their
+// operands by value, so `auto t = a * b;` is safe: t keeps a's and b's values and indices at the
+// time it was made, whatever happens to a and b afterwards, and every use of t is correct. The
+// one thing they cannot do is stand in for the number type itself: a function template that
+// deduces T from an expression argument (`template <class T> T sq(T v)` called as `sq(a - b)`)
+// gets the expression type; pass `fx::Real(a - b)` or spell T there.
 #pragma once
 #include <cmath>
+#include <concepts>
 #include <cstdint>
+#include <cstring>
 #include <iosfwd>
+#include <memory>
+#include <type_traits>
 #include <vector>
 
 #include "fluxion/core/error.hpp"
 
+#if defined(__x86_64__) && defined(__SSE2__)
+#include <emmintrin.h>
+#endif
+
 namespace fx {
+
+class Real;
 
 namespace ad {
 
-// One recorded operation per result: two (operand index, partial) slots. A unary operation or a
-// constant operand uses the sink (index 0, partial 0), so there is no per-statement count and the
-// reverse sweep is branch-free. Indices and partials live in separate arrays (12 + 16 bytes).
+// The tape of one recording. Statement k (k >= 1 is also the index of the value it made) owns
+// operands [end[k-1], end[k]) of the operation stack: operand indices and partials in separate
+// arrays (12 bytes an operand, 4 a statement). An independent variable is a statement without
+// operands. Index 0 is the sink: a constant Real operand of an expression writes there, so the
+// number of operands of an expression is known at compile time and recording has no branches.
+// Members are public because fx::Real's inline recording writes them directly.
 struct ScalarTape {
-  struct Slots {
-    uint32_t a, b;
-  };
-  struct Partials {
-    double da, db;
-  };
-  ScalarTape() { grow(1 << 16); }
-  void clear() { n_ = 0; }
-  uint32_t push2(uint32_t a, double da, uint32_t b, double db) {
-    if (n_ == cap_) [[unlikely]] grow(2 * size_t(cap_));
-    slots_[n_] = {a, b};
-    partials_[n_] = {da, db};
-    return ++n_;
+  ScalarTape();
+  void clear();
+  // Room for one more statement with `ops` operands.
+  void reserve(size_t ops) {
+    if (n_ + 1 >= stmt_cap_ || ops_n_ + ops > ops_cap_) [[unlikely]] grow(ops);
   }
-  uint32_t push1(uint32_t a, double da) { return push2(a, da, 0, 0.0); }
-  uint32_t variable() { return push2(0, 0.0, 0, 0.0); }  // an independent input
-  size_t size() const { return n_; }
-  // Adjoints of every index given the seed adjoint of `out`; index 0 (constants) is a sink.
-  // The buffer belongs to the tape (reused across calls, so large tapes do not page-fault anew).
+  uint32_t variable() {
+    reserve(0);
+    end_[++n_] = uint32_t(ops_n_);
+    vars_.push_back(uint32_t(n_));
+    return uint32_t(n_);
+  }
+  size_t size() const { return n_; }                // statements (the largest index)
+  size_t operations() const { return ops_n_; }      // (index, partial) pairs
+  // Adjoints of every variable (and of `out`) given the seed adjoint of `out`; the vector is
+  // indexed by tape index. Adjoints of intermediate statements are not kept: the sweep zeroes
+  // them as it goes, which leaves the buffer clean for the next sweep without a memset over it.
+  // The buffer belongs to the tape (reused, so large tapes do not page-fault anew).
   const std::vector<double>& adjoints(uint32_t out, double seed = 1.0);
 
- private:
-  [[gnu::noinline]] void grow(size_t statements);  // off the hot path
-  std::vector<Slots> slot_store_;
-  std::vector<Partials> partial_store_;
-  Slots* slots_ = nullptr;
-  Partials* partials_ = nullptr;
-  uint32_t n_ = 0, cap_ = 0;
+  [[gnu::noinline]] void grow(size_t ops);  // off the hot path
+  void zero_variable_adjoints();
+
+  uint32_t* idx_ = nullptr;   // operation stack: operand index
+  double* mul_ = nullptr;     // operation stack: partial
+  uint32_t* end_ = nullptr;   // statement stack: end of each statement's operands
+  // size_t, not uint32_t: the operand-index stores (uint32_t) then cannot alias the counters, so
+  // the compiler keeps them in registers across a statement instead of reloading them.
+  size_t n_ = 0, ops_n_ = 0, stmt_cap_ = 0, ops_cap_ = 0;
+  std::unique_ptr<uint32_t[]> idx_store_, end_store_;
+  std::unique_ptr<double[]> mul_store_;
+  std::vector<uint32_t> vars_;  // variable indices: the only adjoints a sweep leaves behind
   std::vector<double> adj_;
+  bool swept_ = false;          // adj_ holds variable adjoints of a sweep
 };
 
 // The tape of the innermost scalar gradient running on this thread (null when none), and its id.
@@ -63,136 +95,446 @@ extern thread_local constinit uint32_t active_scalar_tape_id;
 // inlining.
 [[noreturn, gnu::cold, gnu::noinline]] void scalar_tape_mismatch();
 
+// An unrecorded expression of N operands (see Expr below). The defaulted type parameter puts
+// namespace fx among its associated namespaces, so argument-dependent lookup finds fx's
+// operators and math functions for it.
+template <int N, class = Real>
+struct Expr;
+
+template <class T>
+inline constexpr bool is_expr_node_v = false;
+template <int N>
+inline constexpr bool is_expr_node_v<Expr<N>> = true;
+
+// fx::Real or an unrecorded expression of Reals.
+template <class T>
+concept RealExpr = std::same_as<std::remove_cvref_t<T>, Real> || is_expr_node_v<std::remove_cvref_t<T>>;
+// What Real arithmetic accepts: Real expressions and plain numbers.
+template <class T>
+concept RealOperand = RealExpr<T> || std::is_arithmetic_v<std::remove_cvref_t<T>>;
+template <class A, class B>
+concept RealPair = RealOperand<A> && RealOperand<B> && (RealExpr<A> || RealExpr<B>);
+
+template <class X>
+constexpr double value_of(const X& x) {
+  if constexpr (std::is_arithmetic_v<X>) return double(x);
+  else return x.value();
+}
+
 }  // namespace ad
 
 class Real {
  public:
   Real() = default;
   Real(double v) : v_(v) {}  // NOLINT: constants convert implicitly, as doubles do
-  Real(double v, uint32_t index) : v_(v), i_(index), tape_(ad::active_scalar_tape_id) {}
+  Real(double v, uint32_t index) : v_(v), i_(index), tape_(index ? ad::active_scalar_tape_id : 0) {}
+  // Records the expression as one statement (a constant when no operand is recorded).
+  template <class E>
+    requires ad::is_expr_node_v<E>
+  Real(const E& e);  // NOLINT: expressions become Reals implicitly, as in double code
 
   double value() const { return v_; }
   uint32_t index() const { return i_; }
+  uint32_t tape_id() const { return tape_; }  // the recording index() belongs to (0: constant)
   explicit operator double() const { return v_; }
 
-  Real& operator+=(const Real& o) { return *this = *this + o; }
-  Real& operator-=(const Real& o) { return *this = *this - o; }
-  Real& operator*=(const Real& o) { return *this = *this * o; }
-  Real& operator/=(const Real& o) { return *this = *this / o; }
+  template <class E>
+    requires ad::RealOperand<E>
+  Real& operator+=(const E& o);
+  template <class E>
+    requires ad::RealOperand<E>
+  Real& operator-=(const E& o);
+  template <class E>
+    requires ad::RealOperand<E>
+  Real& operator*=(const E& o);
+  template <class E>
+    requires ad::RealOperand<E>
+  Real& operator/=(const E& o);
 
-  // Records y = f(x) with dy/dx = d (constants record nothing).
-  static Real unary(const Real& x, double y, double d) {
-    if (!x.i_) return Real(y);
-    x.check_tape();
-    return Real(y, ad::active_scalar_tape->push1(x.i_, d));
-  }
-  static Real binary(const Real& a, const Real& b, double y, double da, double db) {
-    if (!(a.i_ | b.i_)) return Real(y);
-    if (a.i_) a.check_tape();
-    if (b.i_) b.check_tape();
-    // A constant operand has index 0: its slot feeds the sink.
-    return Real(y, ad::active_scalar_tape->push2(a.i_, a.i_ ? da : 0.0, b.i_, b.i_ ? db : 0.0));
-  }
-
-  friend Real operator+(const Real& a, const Real& b) { return binary(a, b, a.v_ + b.v_, 1, 1); }
-  friend Real operator-(const Real& a, const Real& b) { return binary(a, b, a.v_ - b.v_, 1, -1); }
-  friend Real operator*(const Real& a, const Real& b) {
-    return binary(a, b, a.v_ * b.v_, b.v_, a.v_);
-  }
-  friend Real operator/(const Real& a, const Real& b) {
-    double y = a.v_ / b.v_;
-    return binary(a, b, y, 1 / b.v_, -y / b.v_);
-  }
-  friend Real operator-(const Real& a) { return unary(a, -a.v_, -1); }
-  friend Real operator+(const Real& a) { return a; }
-  friend bool operator==(const Real& a, const Real& b) { return a.v_ == b.v_; }
-  friend auto operator<=>(const Real& a, const Real& b) { return a.v_ <=> b.v_; }
-
-  void check_same_tape() const { check_tape(); }
-
- private:
-  // A variable of another (outer or finished) recording would corrupt this tape's indices.
-  void check_tape() const {
+  void check_same_tape() const {
     if (tape_ != ad::active_scalar_tape_id) [[unlikely]] ad::scalar_tape_mismatch();
   }
+
+ private:
   double v_ = 0;
-  uint32_t i_ = 0;      // 0: a constant
-  uint32_t tape_ = 0;   // id of the recording that owns index i_ (fills the padding)
+  uint32_t i_ = 0;     // 0: a constant
+  uint32_t tape_ = 0;  // id of the recording that owns index i_ (fills the padding)
 };
 
-inline double value(const Real& x) { return x.value(); }
+namespace ad {
+
+// An expression of Reals, not yet recorded: its value and, per operand, the index, recording id
+// and partial derivative. The type depends only on the operand count N (not on the expression's
+// shape), and a shorter expression or a number converts to a longer one (padding with constant
+// slots), so `c ? x * y : exp(x)` and `c ? x * y : 0.0` have a type, as in double code.
+// Operands are copied in, never referenced: `auto t = a * b;` stays valid and keeps a's and b's
+// values at the time it was made.
+template <int N, class>
+struct Expr {
+  double v;
+  uint32_t idx[N];
+  uint32_t tape[N];
+  double mul[N];
+
+  struct Uninit {};
+  explicit Expr(Uninit) {}
+  template <class S>
+    requires std::is_arithmetic_v<S>
+  Expr(S s) : v(double(s)), idx{}, tape{}, mul{} {}  // NOLINT: a constant
+  template <int M>
+    requires(M < N)
+  Expr(const Expr<M>& o) : v(o.v), idx{}, tape{}, mul{} {  // NOLINT: padded
+    for (int k = 0; k < M; ++k) idx[k] = o.idx[k], tape[k] = o.tape[k], mul[k] = o.mul[k];
+  }
+
+  double value() const { return v; }
+  explicit operator double() const { return v; }
+};
+
+template <class A>
+constexpr int operands_v = 1;
+template <int N>
+constexpr int operands_v<Expr<N>> = N;
+
+// One operand slot from a Real (partial m) or the slots of an expression (scaled by m).
+template <int K, int N>
+void put(Expr<N>& out, const Real& x, double m) {
+  out.idx[K] = x.index();
+  out.tape[K] = x.tape_id();
+  out.mul[K] = m;
+}
+template <int K, int N, int M>
+void put(Expr<N>& out, const Expr<M>& x, double m) {
+  for (int k = 0; k < M; ++k) {
+    out.idx[K + k] = x.idx[k];
+    out.tape[K + k] = x.tape[k];
+    out.mul[K + k] = m * x.mul[k];
+  }
+}
+
+template <class E>
+using node_t = std::remove_cvref_t<E>;
+
+// Past this many operands the tape no longer fits in cache before the sweep reads it back, and
+// writing it with non-temporal stores saves the read-for-ownership of every line: the recording
+// of ADBench's GMM (5M operands) took 30% less time. Smaller tapes use ordinary stores, so the
+// sweep finds them in cache.
+inline constexpr size_t kScalarStreamFrom = size_t(1) << 20;
+inline void stream_operand(uint32_t* ip, double* mp, uint32_t i, double m) {
+#if defined(__x86_64__) && defined(__SSE2__)
+  long long bits;
+  std::memcpy(&bits, &m, sizeof bits);
+  _mm_stream_si32(reinterpret_cast<int*>(ip), int(i));
+  _mm_stream_si64(reinterpret_cast<long long*>(mp), bits);
+#else
+  *ip = i;
+  *mp = m;
+#endif
+}
+
+// y = f(a) with dy/da = d.
+template <class A>
+Expr<operands_v<node_t<A>>> unary(const A& a, double v, double d) {
+  Expr<operands_v<node_t<A>>> r{typename Expr<operands_v<node_t<A>>>::Uninit{}};
+  r.v = v;
+  put<0>(r, a, d);
+  return r;
+}
+// y = f(a, b) with partials da, db.
+template <class A, class B>
+Expr<operands_v<node_t<A>> + operands_v<node_t<B>>> binary(const A& a, const B& b, double v,
+                                                           double da, double db) {
+  constexpr int na = operands_v<node_t<A>>, nb = operands_v<node_t<B>>;
+  Expr<na + nb> r{typename Expr<na + nb>::Uninit{}};
+  r.v = v;
+  put<0>(r, a, da);
+  put<na>(r, b, db);
+  return r;
+}
+
+}  // namespace ad
+
+template <class E>
+  requires ad::is_expr_node_v<E>
+inline Real::Real(const E& e) : v_(e.v) {
+  constexpr int n = ad::operands_v<E>;
+  // A Real of another recording (its id is not the active one) is flagged without a branch per
+  // operand; a constant operand (index 0) writes the sink.
+  const uint32_t id = ad::active_scalar_tape_id;
+  uint32_t bad = 0, any = 0;
+  for (int k = 0; k < n; ++k) {
+    bad |= uint32_t(e.tape[k] != id) & uint32_t(e.idx[k] != 0);
+    any |= e.idx[k];
+  }
+  if (bad) [[unlikely]] ad::scalar_tape_mismatch();
+  if (!any) return;  // every operand a constant (or no recording): so is the result
+  ad::ScalarTape* tape = ad::active_scalar_tape;
+  tape->reserve(n);
+  uint32_t* ip = tape->idx_ + tape->ops_n_;
+  double* mp = tape->mul_ + tape->ops_n_;
+  if (tape->ops_n_ < ad::kScalarStreamFrom) {
+    for (int k = 0; k < n; ++k) {
+      ip[k] = e.idx[k];
+      mp[k] = e.mul[k];
+    }
+  } else {
+    for (int k = 0; k < n; ++k) ad::stream_operand(ip + k, mp + k, e.idx[k], e.mul[k]);
+  }
+  const size_t ops = tape->ops_n_ + n, k = tape->n_ + 1;
+  tape->ops_n_ = ops;
+  tape->n_ = k;
+  tape->end_[k] = uint32_t(ops);
+  i_ = uint32_t(k);
+  tape_ = id;
+}
+
+// ---- arithmetic: Real or expression with Real or expression or number.
+
+template <class A, class B>
+  requires ad::RealPair<A, B>
+inline auto operator+(const A& a, const B& b) {
+  if constexpr (!ad::RealExpr<B>) return ad::unary(a, a.value() + double(b), 1);
+  else if constexpr (!ad::RealExpr<A>) return ad::unary(b, double(a) + b.value(), 1);
+  else return ad::binary(a, b, a.value() + b.value(), 1, 1);
+}
+template <class A, class B>
+  requires ad::RealPair<A, B>
+inline auto operator-(const A& a, const B& b) {
+  if constexpr (!ad::RealExpr<B>) return ad::unary(a, a.value() - double(b), 1);
+  else if constexpr (!ad::RealExpr<A>) return ad::unary(b, double(a) - b.value(), -1);
+  else return ad::binary(a, b, a.value() - b.value(), 1, -1);
+}
+template <class A, class B>
+  requires ad::RealPair<A, B>
+inline auto operator*(const A& a, const B& b) {
+  if constexpr (!ad::RealExpr<B>) return ad::unary(a, a.value() * double(b), double(b));
+  else if constexpr (!ad::RealExpr<A>) return ad::unary(b, double(a) * b.value(), double(a));
+  else return ad::binary(a, b, a.value() * b.value(), b.value(), a.value());
+}
+template <class A, class B>
+  requires ad::RealPair<A, B>
+inline auto operator/(const A& a, const B& b) {
+  if constexpr (!ad::RealExpr<B>) {
+    return ad::unary(a, a.value() / double(b), 1 / double(b));
+  } else if constexpr (!ad::RealExpr<A>) {
+    double y = double(a) / b.value();
+    return ad::unary(b, y, -y / b.value());
+  } else {
+    double y = a.value() / b.value();
+    return ad::binary(a, b, y, 1 / b.value(), -y / b.value());
+  }
+}
+template <ad::RealExpr A>
+inline auto operator-(const A& a) {
+  return ad::unary(a, -a.value(), -1);
+}
+template <ad::RealExpr A>
+inline auto operator+(const A& a) {
+  return ad::unary(a, a.value(), 1);
+}
+
+template <class E>
+  requires ad::RealOperand<E>
+inline Real& Real::operator+=(const E& o) {
+  return *this = *this + o;
+}
+template <class E>
+  requires ad::RealOperand<E>
+inline Real& Real::operator-=(const E& o) {
+  return *this = *this - o;
+}
+template <class E>
+  requires ad::RealOperand<E>
+inline Real& Real::operator*=(const E& o) {
+  return *this = *this * o;
+}
+template <class E>
+  requires ad::RealOperand<E>
+inline Real& Real::operator/=(const E& o) {
+  return *this = *this / o;
+}
+
+// Comparisons look at values only, as branches in double code do.
+template <class A, class B>
+  requires ad::RealPair<A, B>
+inline bool operator==(const A& a, const B& b) {
+  return ad::value_of(a) == ad::value_of(b);
+}
+template <class A, class B>
+  requires ad::RealPair<A, B>
+inline auto operator<=>(const A& a, const B& b) {
+  return ad::value_of(a) <=> ad::value_of(b);
+}
+
+template <ad::RealExpr E>
+inline double value(const E& x) {
+  return x.value();
+}
 inline double value(double x) { return x; }
 
-// <cmath> for Real: each is the value and the derivative, recorded as one operation.
-inline Real sin(const Real& x) { return Real::unary(x, std::sin(x.value()), std::cos(x.value())); }
-inline Real cos(const Real& x) { return Real::unary(x, std::cos(x.value()), -std::sin(x.value())); }
-inline Real tan(const Real& x) {
-  double t = std::tan(x.value());
-  return Real::unary(x, t, 1 + t * t);
-}
-inline Real exp(const Real& x) {
-  double e = std::exp(x.value());
-  return Real::unary(x, e, e);
-}
-inline Real expm1(const Real& x) {
-  return Real::unary(x, std::expm1(x.value()), std::exp(x.value()));
-}
-inline Real log(const Real& x) { return Real::unary(x, std::log(x.value()), 1 / x.value()); }
-inline Real log1p(const Real& x) {
-  return Real::unary(x, std::log1p(x.value()), 1 / (1 + x.value()));
-}
-inline Real sqrt(const Real& x) {
-  double s = std::sqrt(x.value());
-  return Real::unary(x, s, 0.5 / s);
-}
-inline Real tanh(const Real& x) {
-  double t = std::tanh(x.value());
-  return Real::unary(x, t, 1 - t * t);
-}
-inline Real sinh(const Real& x) { return Real::unary(x, std::sinh(x.value()), std::cosh(x.value())); }
-inline Real cosh(const Real& x) { return Real::unary(x, std::cosh(x.value()), std::sinh(x.value())); }
-inline Real atan(const Real& x) {
-  return Real::unary(x, std::atan(x.value()), 1 / (1 + x.value() * x.value()));
-}
-inline Real asin(const Real& x) {
-  return Real::unary(x, std::asin(x.value()), 1 / std::sqrt(1 - x.value() * x.value()));
-}
-inline Real acos(const Real& x) {
-  return Real::unary(x, std::acos(x.value()), -1 / std::sqrt(1 - x.value() * x.value()));
-}
-inline Real erf(const Real& x) {
+// ---- <cmath> for Real expressions: each is the value and the derivative, folded into the
+// statement of the expression it is part of.
+template <ad::RealExpr E>
+inline auto sin(const E& x) {
   double v = x.value();
-  return Real::unary(x, std::erf(v), 1.1283791670955126 * std::exp(-v * v));
+  return ad::unary(x, std::sin(v), std::cos(v));
 }
-inline Real abs(const Real& x) {
-  return Real::unary(x, std::abs(x.value()), x.value() > 0 ? 1.0 : x.value() < 0 ? -1.0 : 0.0);
+template <ad::RealExpr E>
+inline auto cos(const E& x) {
+  double v = x.value();
+  return ad::unary(x, std::cos(v), -std::sin(v));
 }
-inline Real fabs(const Real& x) { return abs(x); }
-inline Real pow(const Real& a, const Real& b) {
-  double y = std::pow(a.value(), b.value());
-  double da = b.value() == 0 ? 0 : b.value() * std::pow(a.value(), b.value() - 1);
-  double db = a.value() > 0 ? y * std::log(a.value()) : 0;
-  return Real::binary(a, b, y, da, db);
+template <ad::RealExpr E>
+inline auto tan(const E& x) {
+  double t = std::tan(x.value());
+  return ad::unary(x, t, 1 + t * t);
 }
-inline Real pow(const Real& a, double b) {
-  return Real::unary(a, std::pow(a.value(), b), b == 0 ? 0 : b * std::pow(a.value(), b - 1));
+template <ad::RealExpr E>
+inline auto exp(const E& x) {
+  double e = std::exp(x.value());
+  return ad::unary(x, e, e);
 }
-inline Real atan2(const Real& y, const Real& x) {
-  double r2 = x.value() * x.value() + y.value() * y.value();
-  return Real::binary(y, x, std::atan2(y.value(), x.value()), x.value() / r2, -y.value() / r2);
+template <ad::RealExpr E>
+inline auto expm1(const E& x) {
+  double v = x.value();
+  return ad::unary(x, std::expm1(v), std::exp(v));
 }
-inline Real hypot(const Real& a, const Real& b) {
-  double h = std::hypot(a.value(), b.value());
-  return Real::binary(a, b, h, a.value() / h, b.value() / h);
+template <ad::RealExpr E>
+inline auto log(const E& x) {
+  double v = x.value();
+  return ad::unary(x, std::log(v), 1 / v);
 }
+template <ad::RealExpr E>
+inline auto log1p(const E& x) {
+  double v = x.value();
+  return ad::unary(x, std::log1p(v), 1 / (1 + v));
+}
+template <ad::RealExpr E>
+inline auto sqrt(const E& x) {
+  double s = std::sqrt(x.value());
+  return ad::unary(x, s, 0.5 / s);
+}
+template <ad::RealExpr E>
+inline auto cbrt(const E& x) {
+  double c = std::cbrt(x.value());
+  return ad::unary(x, c, 1 / (3 * c * c));
+}
+template <ad::RealExpr E>
+inline auto tanh(const E& x) {
+  double t = std::tanh(x.value());
+  return ad::unary(x, t, 1 - t * t);
+}
+template <ad::RealExpr E>
+inline auto sinh(const E& x) {
+  double v = x.value();
+  return ad::unary(x, std::sinh(v), std::cosh(v));
+}
+template <ad::RealExpr E>
+inline auto cosh(const E& x) {
+  double v = x.value();
+  return ad::unary(x, std::cosh(v), std::sinh(v));
+}
+template <ad::RealExpr E>
+inline auto atan(const E& x) {
+  double v = x.value();
+  return ad::unary(x, std::atan(v), 1 / (1 + v * v));
+}
+template <ad::RealExpr E>
+inline auto asin(const E& x) {
+  double v = x.value();
+  return ad::unary(x, std::asin(v), 1 / std::sqrt(1 - v * v));
+}
+template <ad::RealExpr E>
+inline auto acos(const E& x) {
+  double v = x.value();
+  return ad::unary(x, std::acos(v), -1 / std::sqrt(1 - v * v));
+}
+template <ad::RealExpr E>
+inline auto erf(const E& x) {
+  double v = x.value();
+  return ad::unary(x, std::erf(v), 1.1283791670955126 * std::exp(-v * v));  // 2/√π e^-x²
+}
+// |x| has derivative sign(x), taken as 0 at 0.
+template <ad::RealExpr E>
+inline auto abs(const E& x) {
+  double v = x.value();
+  return ad::unary(x, std::abs(v), v > 0 ? 1.0 : v < 0 ? -1.0 : 0.0);
+}
+template <ad::RealExpr E>
+inline auto fabs(const E& x) {
+  return abs(x);
+}
+// pow: the power term is 0 when the exponent is 0, the exponential term 0 when the base <= 0.
+template <class A, class B>
+  requires ad::RealPair<A, B>
+inline auto pow(const A& a, const B& b) {
+  double av = ad::value_of(a), bv = ad::value_of(b), y = std::pow(av, bv);
+  double da = bv == 0 ? 0 : bv * std::pow(av, bv - 1);
+  double db = av > 0 ? y * std::log(av) : 0;
+  if constexpr (!ad::RealExpr<B>) return ad::unary(a, y, da);
+  else if constexpr (!ad::RealExpr<A>) return ad::unary(b, y, db);
+  else return ad::binary(a, b, y, da, db);
+}
+template <class A, class B>
+  requires ad::RealPair<A, B>
+inline auto atan2(const A& y, const B& x) {
+  double yv = ad::value_of(y), xv = ad::value_of(x), r2 = xv * xv + yv * yv;
+  double v = std::atan2(yv, xv), dy = xv / r2, dx = -yv / r2;
+  if constexpr (!ad::RealExpr<B>) return ad::unary(y, v, dy);
+  else if constexpr (!ad::RealExpr<A>) return ad::unary(x, v, dx);
+  else return ad::binary(y, x, v, dy, dx);
+}
+template <class A, class B>
+  requires ad::RealPair<A, B>
+inline auto hypot(const A& a, const B& b) {
+  double av = ad::value_of(a), bv = ad::value_of(b), h = std::hypot(av, bv);
+  double da = h == 0 ? 0 : av / h, db = h == 0 ? 0 : bv / h;
+  if constexpr (!ad::RealExpr<B>) return ad::unary(a, h, da);
+  else if constexpr (!ad::RealExpr<A>) return ad::unary(b, h, db);
+  else return ad::binary(a, b, h, da, db);
+}
+// max/min choose by value (a on ties). The Real-Real overloads are not templates, so
+// `using std::max; max(a, b)` picks them over std::max.
 inline Real max(const Real& a, const Real& b) { return a.value() >= b.value() ? a : b; }
 inline Real min(const Real& a, const Real& b) { return a.value() <= b.value() ? a : b; }
-inline Real fmax(const Real& a, const Real& b) { return max(a, b); }
-inline Real fmin(const Real& a, const Real& b) { return min(a, b); }
-inline bool isfinite(const Real& x) { return std::isfinite(x.value()); }
-inline bool isnan(const Real& x) { return std::isnan(x.value()); }
+template <class A, class B>
+  requires ad::RealPair<A, B>
+inline Real max(const A& a, const B& b) {
+  return ad::value_of(a) >= ad::value_of(b) ? Real(a) : Real(b);
+}
+template <class A, class B>
+  requires ad::RealPair<A, B>
+inline Real min(const A& a, const B& b) {
+  return ad::value_of(a) <= ad::value_of(b) ? Real(a) : Real(b);
+}
+template <class A, class B>
+  requires ad::RealPair<A, B>
+inline Real fmax(const A& a, const B& b) {
+  return max(a, b);
+}
+template <class A, class B>
+  requires ad::RealPair<A, B>
+inline Real fmin(const A& a, const B& b) {
+  return min(a, b);
+}
+template <ad::RealExpr E>
+inline bool isfinite(const E& x) {
+  return std::isfinite(x.value());
+}
+template <ad::RealExpr E>
+inline bool isnan(const E& x) {
+  return std::isnan(x.value());
+}
+template <ad::RealExpr E>
+inline bool isinf(const E& x) {
+  return std::isinf(x.value());
+}
 
 std::ostream& operator<<(std::ostream& os, const Real& x);
+template <int N>
+std::ostream& operator<<(std::ostream& os, const ad::Expr<N>& x) {
+  return os << Real(x.value());
+}
 
 namespace ad {
 
@@ -204,10 +546,13 @@ class ScalarRecording {
   ScalarRecording(const ScalarRecording&) = delete;
   ScalarRecording& operator=(const ScalarRecording&) = delete;
   Real variable(double v) { return Real(v, tape_->variable()); }
-  const std::vector<double>& adjoints(const Real& y) const {
+  // Adjoints (indexed by Real::index()) of this recording's variables for the seed 1 at y. Each
+  // call is a fresh sweep; the reference stays valid until the next call or recording.
+  const std::vector<double>& adjoints(const Real& y, double seed = 1.0) const {
     if (y.index()) y.check_same_tape();
-    return tape_->adjoints(y.index());
+    return tape_->adjoints(y.index(), seed);
   }
+  const ScalarTape& tape() const { return *tape_; }
 
  private:
   ScalarTape* tape_;
