@@ -5,6 +5,7 @@
 
 #include "fluxion/ops/create.hpp"
 #include "fluxion/ops/elementwise.hpp"
+#include "fluxion/ops/primitives.hpp"
 
 namespace fx {
 namespace detail {
@@ -121,16 +122,27 @@ void record_on(Tape& t, const Primitive& p, std::span<const Tensor> in, Tensor& 
     t.in_slots.resize(in_begin);
     return;
   }
-  Node& n = t.nodes.emplace_back(Node{&p, params, t.nslots++, in_begin, uint32_t(t.saved.size()),
-                                      uint32_t(in.size()), uint32_t(t.ints.size()),
-                                      uint32_t(params.list.size())});
+  // Filled in place: a Node built on the stack and copied in stalled on store forwarding.
+  Node& n = t.nodes.emplace_back();
+  n.prim = &p;
+  n.params = params;
+  n.out_slot = t.nslots++;
+  n.in_begin = in_begin;
+  n.saved_begin = uint32_t(t.saved.size());
+  n.nin = uint32_t(in.size());
+  n.list_begin = uint32_t(t.ints.size());
+  n.list_len = uint32_t(params.list.size());
   if (!params.list.empty()) {
     t.ints.insert(t.ints.end(), params.list.begin(), params.list.end());
     n.params.list = {};  // repointed at backward time: the vector may still grow
   }
-  for (size_t i = 0; i < in.size(); ++i)
-    t.saved.push_back(i < 31 && ((p.saves >> i) & 1u) ? in[i] : Tensor());
-  t.saved.push_back(p.saves & saves::output ? out : Tensor());
+  // Copy only what is saved; an undefined placeholder costs no reference count.
+  for (size_t i = 0; i < in.size(); ++i) {
+    if (i < 31 && ((p.saves >> i) & 1u)) t.saved.push_back(in[i]);
+    else t.saved.emplace_back();
+  }
+  if (p.saves & saves::output) t.saved.push_back(out);
+  else t.saved.emplace_back();
   for (size_t i = t.saved_versions.size(); i < t.saved.size(); ++i)
     t.saved_versions.push_back(t.saved[i].defined() ? uint32_t(t.saved[i].storage()->version) : 0);
   add_tag(out, t.gen, n.out_slot);
@@ -165,6 +177,25 @@ void forward_on(Tape& t, int level, const Primitive& p, std::span<const Tensor> 
   t.tangents.push_back(std::move(dy));
   add_tag(out, t.gen, slot);
   ++stats.nodes_recorded;
+}
+
+// g += c for cotangents. When nothing records the backward pass and g is the only handle on
+// a dense buffer of its own, the sum is written into g: no new tensor per accumulation (a value
+// used k times gets k - 1 of them). Otherwise a new tensor, with the add recorded if watched.
+void accumulate(Tensor& g, Tensor&& c) {
+  if (!g.defined()) {
+    g = std::move(c);
+    return;
+  }
+  const TensorImpl* p = g.impl();
+  if (detail::recording_depth == 0 && p->refs.load(std::memory_order_acquire) == 1 &&
+      p->storage->refs.load(std::memory_order_acquire) == 1 && p->ntags == 0 &&
+      g.dtype() == c.dtype() && g.shape() == c.shape() && g.is_contiguous()) {
+    detail::BorrowedTensors in({g, c});
+    dispatch({add_p, in.span(), g, Params{}});
+    return;
+  }
+  g = add(g, c);
 }
 
 }  // namespace
@@ -291,13 +322,14 @@ std::vector<Tensor> Recording::backward(const Tensor& y, const Tensor& dy) const
   }
   Tensor dx[64];
   std::vector<Tensor> dx_big;
+  Params with_list;  // hoisted: most nodes have no list, and zeroing a Params per node showed up
   for (size_t k = t.nodes.size(); k-- > 0;) {
     const Node& n = t.nodes[k];
-    Tensor g = grads[n.out_slot];
+    // An intermediate's cotangent is consumed here: moving it out frees it early and saves a
+    // handle copy (an atomic increment and decrement).
+    Tensor g = n.out_slot >= nleaves_ ? std::move(grads[n.out_slot]) : grads[n.out_slot];
     if (!g.defined()) continue;
-    if (n.out_slot >= nleaves_) grads[n.out_slot] = Tensor();  // consumed; free it early
     const Params* params = &n.params;
-    Params with_list;
     if (n.list_len) {
       with_list = n.params;
       with_list.list = {t.ints.data() + n.list_begin, n.list_len};
@@ -321,7 +353,7 @@ std::vector<Tensor> Recording::backward(const Tensor& y, const Tensor& dy) const
     for (uint32_t i = 0; i < n.nin; ++i) {
       if (!out[i].defined()) continue;
       uint32_t s = t.in_slots[n.in_begin + i];
-      if (s != kNoSlot) grads[s] = grads[s].defined() ? add(grads[s], out[i]) : std::move(out[i]);
+      if (s != kNoSlot) accumulate(grads[s], std::move(out[i]));
       out[i] = Tensor();
     }
   }

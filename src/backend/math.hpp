@@ -54,6 +54,10 @@ FX_BINARY(Pow, true, T(std::pow(a, b)))
 // A NaN in either operand gives NaN (x != x only for NaN; ties pick a, as the pullback does).
 FX_BINARY(Maximum, false, (a >= b || a != a) ? a : b)
 FX_BINARY(Minimum, false, (a <= b || a != a) ? a : b)
+// Fused pullbacks (src/ops/fused.hpp), a = dy, b = the saved output y; written in the order the
+// composed public ops evaluate, so both give the same bits.
+FX_BINARY(TanhBackward, true, T(a * (-(b * b) + T(1))))
+FX_BINARY(SigmoidBackward, true, T(a * (b * (-b + T(1)))))
 #undef FX_BINARY
 
 #define FX_COMPARE(Name, op)                           \

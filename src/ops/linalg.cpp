@@ -37,6 +37,12 @@ Tensor matmul(const Tensor& a0, const Tensor& b0) {
            ": operands must have at least 1 dimension");
   DType t = promote(a0.dtype(), b0.dtype());
   FX_CHECK(t != boolean, "fx::matmul: ", a0.shape(), " @ ", b0.shape(), ": not defined for bool");
+  // Two matrices of one dtype (the common case) go to bind as they are, without handle copies.
+  if (a0.ndim() == 2 && b0.ndim() == 2 && a0.dtype() == t && b0.dtype() == t) {
+    FX_CHECK(a0.shape()[1] == b0.shape()[0], "fx::matmul: ", a0.shape(), " @ ", b0.shape(),
+             ": inner dimensions ", a0.shape()[1], " and ", b0.shape()[0], " differ");
+    return bind(matmul_p, {a0, b0});
+  }
   Tensor a = a0.ndim() == 1 ? unsqueeze(a0, 0) : a0;
   Tensor b = b0.ndim() == 1 ? unsqueeze(b0, 1) : b0;
   int64_t k = a.shape()[a.ndim() - 1], k2 = b.shape()[b.ndim() - 2];

@@ -2,6 +2,7 @@
 #include "backend/backends.hpp"
 #include "backend/cpu/loops.hpp"
 #include "backend/math.hpp"
+#include "ops/fused.hpp"
 
 namespace fx::backend::cpu {
 namespace {
@@ -11,6 +12,11 @@ template <class D, class S, class F>
 void map1(const Tensor& out, const Tensor& x, F f) {
   D* o = out.data<D>();
   const S* xp = x.data<S>();
+  if (flat_serial(out, {&x})) {
+    const int64_t n = out.numel();
+    for (int64_t j = 0; j < n; ++j) o[j] = f(xp[j]);
+    return;
+  }
   run_rows<2>(layout_of<2>(out, {&x}), [&](const int64_t* off, int64_t n, const int64_t* st) {
     D* op = o + off[0];
     const S* ip = xp + off[1];
@@ -27,6 +33,11 @@ void map2(const Tensor& out, const Tensor& a, const Tensor& b, F f) {
   R* o = out.data<R>();
   const T* ap = a.data<T>();
   const T* bp = b.data<T>();
+  if (flat_serial(out, {&a, &b})) {
+    const int64_t n = out.numel();
+    for (int64_t j = 0; j < n; ++j) o[j] = f(ap[j], bp[j]);
+    return;
+  }
   run_rows<3>(layout_of<3>(out, {&a, &b}), [&](const int64_t* off, int64_t n, const int64_t* st) {
     R* op = o + off[0];
     const T* x = ap + off[1];
@@ -139,6 +150,8 @@ void register_elementwise() {
   register_kernel(where_p, dev, r, where);
   register_kernel(astype_p, dev, r, convert);
   register_kernel(copy_p, dev, r, convert);
+  register_kernel(tanh_backward_p, dev, r, binary<math::TanhBackward>);
+  register_kernel(sigmoid_backward_p, dev, r, binary<math::SigmoidBackward>);
 }
 
 }  // namespace fx::backend::cpu

@@ -5,6 +5,7 @@
 #include <omp.h>
 
 #include <array>
+#include <initializer_list>
 
 #include "fluxion/core/tensor.hpp"
 
@@ -106,6 +107,28 @@ void run_rows(const Layout<K>& L, Row&& row) {
       }
     }
   }
+}
+
+// Row-major dense (size-1 dims may have any stride). With operands of one shape that are all
+// dense, an elementwise kernel is a single flat loop: small tensors then skip the layout
+// collapse and the row iteration, which cost more than the arithmetic at a few elements.
+inline bool dense(const Tensor& t) {
+  const Shape& s = t.shape();
+  const int64_t* st = t.strides();
+  int64_t acc = 1;
+  for (int i = s.size() - 1; i >= 0; --i) {
+    if (s[i] != 1 && st[i] != acc) return false;
+    acc *= s[i];
+  }
+  return true;
+}
+
+// A flat loop is also serial: only below the size where threads start to pay.
+inline bool flat_serial(const Tensor& out, std::initializer_list<const Tensor*> ins) {
+  if (out.numel() >= kParallelMin || !dense(out)) return false;
+  for (const Tensor* t : ins)
+    if (!dense(*t)) return false;
+  return true;
 }
 
 template <int K>
