@@ -20,6 +20,12 @@ constexpr uint32_t kNoSlot = UINT32_MAX;
 // A recorded primitive application. Saved tensors are tape.saved[saved_begin .. + nin + 1):
 // the inputs (undefined unless the primitive saves them), then the output.
 struct Node {
+  // Constructed in place by emplace_back: a Node built on the stack and copied in stalled on
+  // store forwarding, and a value-initialised one was zeroed only to be overwritten.
+  Node(const Primitive* p, const Params& pr, uint32_t out, uint32_t in, uint32_t saved,
+       uint32_t n, uint32_t lb, uint32_t ll)
+      : prim(p), params(pr), out_slot(out), in_begin(in), saved_begin(saved), nin(n),
+        list_begin(lb), list_len(ll) {}
   const Primitive* prim;
   Params params;
   uint32_t out_slot;
@@ -111,40 +117,39 @@ uint32_t input_slot(const Tensor& x, uint32_t gen, const Primitive& p) {
 
 void record_on(Tape& t, const Primitive& p, std::span<const Tensor> in, Tensor& out,
                const Params& params) {
-  uint32_t in_begin = uint32_t(t.in_slots.size());
+  const size_t nin = in.size();
+  // Slots are looked up before anything is appended, so an untracked call touches no vector.
+  uint32_t small[8];
+  std::vector<uint32_t> big;
+  uint32_t* slots = nin <= 8 ? small : (big.resize(nin), big.data());
   bool any = false;
-  for (const Tensor& x : in) {
-    uint32_t s = x.defined() ? input_slot(x, t.gen, p) : kNoSlot;
-    any |= s != kNoSlot;
-    t.in_slots.push_back(s);
+  for (size_t i = 0; i < nin; ++i) {
+    slots[i] = in[i].defined() ? input_slot(in[i], t.gen, p) : kNoSlot;
+    any |= slots[i] != kNoSlot;
   }
-  if (!any) {
-    t.in_slots.resize(in_begin);
-    return;
-  }
-  // Filled in place: a Node built on the stack and copied in stalled on store forwarding.
-  Node& n = t.nodes.emplace_back();
-  n.prim = &p;
-  n.params = params;
-  n.out_slot = t.nslots++;
-  n.in_begin = in_begin;
-  n.saved_begin = uint32_t(t.saved.size());
-  n.nin = uint32_t(in.size());
-  n.list_begin = uint32_t(t.ints.size());
-  n.list_len = uint32_t(params.list.size());
+  if (!any) return;
+  const uint32_t in_begin = uint32_t(t.in_slots.size());
+  t.in_slots.insert(t.in_slots.end(), slots, slots + nin);
+  const uint32_t saved_begin = uint32_t(t.saved.size());
+  Node& n = t.nodes.emplace_back(&p, params, t.nslots++, in_begin, saved_begin, uint32_t(nin),
+                                 uint32_t(t.ints.size()), uint32_t(params.list.size()));
   if (!params.list.empty()) {
     t.ints.insert(t.ints.end(), params.list.begin(), params.list.end());
     n.params.list = {};  // repointed at backward time: the vector may still grow
   }
-  // Copy only what is saved; an undefined placeholder costs no reference count.
-  for (size_t i = 0; i < in.size(); ++i) {
-    if (i < 31 && ((p.saves >> i) & 1u)) t.saved.push_back(in[i]);
-    else t.saved.emplace_back();
+  // One resize for the nin + 1 entries (undefined placeholders cost no reference count), then
+  // copies of only what the primitive saves.
+  t.saved.resize(saved_begin + nin + 1);
+  t.saved_versions.resize(saved_begin + nin + 1, 0);
+  for (size_t i = 0; i < nin && i < 31; ++i) {
+    if (!((p.saves >> i) & 1u) || !in[i].defined()) continue;
+    t.saved[saved_begin + i] = in[i];
+    t.saved_versions[saved_begin + i] = uint32_t(in[i].storage()->version);
   }
-  if (p.saves & saves::output) t.saved.push_back(out);
-  else t.saved.emplace_back();
-  for (size_t i = t.saved_versions.size(); i < t.saved.size(); ++i)
-    t.saved_versions.push_back(t.saved[i].defined() ? uint32_t(t.saved[i].storage()->version) : 0);
+  if (p.saves & saves::output) {
+    t.saved[saved_begin + nin] = out;
+    t.saved_versions[saved_begin + nin] = uint32_t(out.storage()->version);
+  }
   add_tag(out, t.gen, n.out_slot);
   ++stats.nodes_recorded;
 }

@@ -98,7 +98,7 @@ class Tensor {
 
   template <class T>
   T* data() const {
-    check_dtype(dtype_of<T>);
+    if (!p_ || p_->dtype != dtype_of<T>) check_dtype(dtype_of<T>);  // out of line: throws
     return static_cast<T*>(p_->storage->data) + p_->offset;
   }
   void* raw_data() const {
