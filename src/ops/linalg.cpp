@@ -9,6 +9,22 @@
 
 namespace fx {
 
+namespace {
+// transpose(x, -2, -1) for the pullback. With nothing recording, the permute primitive would
+// only build this same view, after validating an axis list: a first-order backward pass builds
+// it directly. Under a tape the permute is bound, so the pullback differentiates again.
+Tensor transposed(const Tensor& x) {
+  const int nd = x.ndim();
+  if (detail::recording_depth != 0 || nd < 2) return transpose(x, -2, -1);
+  Shape s = x.shape();
+  std::swap(s[nd - 2], s[nd - 1]);
+  int64_t st[kMaxDims];
+  for (int d = 0; d < nd; ++d) st[d] = x.stride(d);
+  std::swap(st[nd - 2], st[nd - 1]);
+  return make_view(x, s, st, x.offset());
+}
+}  // namespace
+
 Primitive matmul_p{
     .name = "matmul",
     .forward = [](const Primitive& p, std::span<const Tensor> in, const Params& pr) {
@@ -21,8 +37,8 @@ Primitive matmul_p{
     },
     .saves = saves::inputs,
     .pullback = [](const PullbackArgs& a, const Tensor& dy, Tensor* dx) {
-      if (a.wants(0)) dx[0] = matmul(dy, transpose(a.input(1)));
-      if (a.wants(1)) dx[1] = matmul(transpose(a.input(0)), dy);
+      if (a.wants(0)) dx[0] = matmul(dy, transposed(a.input(1)));
+      if (a.wants(1)) dx[1] = matmul(transposed(a.input(0)), dy);
     },
     .jvp = [](const JvpArgs& a, const Tensor* dx) {
       Tensor l = dx[0].defined() ? matmul(dx[0], a.input(1)) : Tensor();

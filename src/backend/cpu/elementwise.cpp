@@ -12,8 +12,7 @@ template <class D, class S, class F>
 void map1(const Tensor& out, const Tensor& x, F f) {
   D* o = out.data<D>();
   const S* xp = x.data<S>();
-  if (flat_serial(out, {&x})) {
-    const int64_t n = out.numel();
+  if (const int64_t n = flat_serial(out, x); n >= 0) {
     for (int64_t j = 0; j < n; ++j) o[j] = f(xp[j]);
     return;
   }
@@ -33,8 +32,7 @@ void map2(const Tensor& out, const Tensor& a, const Tensor& b, F f) {
   R* o = out.data<R>();
   const T* ap = a.data<T>();
   const T* bp = b.data<T>();
-  if (flat_serial(out, {&a, &b})) {
-    const int64_t n = out.numel();
+  if (const int64_t n = flat_serial(out, a, b); n >= 0) {
     for (int64_t j = 0; j < n; ++j) o[j] = f(ap[j], bp[j]);
     return;
   }

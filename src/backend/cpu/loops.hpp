@@ -5,7 +5,6 @@
 #include <omp.h>
 
 #include <array>
-#include <initializer_list>
 
 #include "fluxion/core/tensor.hpp"
 
@@ -109,26 +108,28 @@ void run_rows(const Layout<K>& L, Row&& row) {
   }
 }
 
-// Row-major dense (size-1 dims may have any stride). With operands of one shape that are all
-// dense, an elementwise kernel is a single flat loop: small tensors then skip the layout
-// collapse and the row iteration, which cost more than the arithmetic at a few elements.
-inline bool dense(const Tensor& t) {
+// Row-major dense (size-1 dims may have any stride); returns the element count, or -1 when not
+// dense. With operands of one shape that are all dense, an elementwise kernel is a single flat
+// loop: small tensors then skip the layout collapse and the row iteration, which cost more than
+// the arithmetic at a few elements.
+inline int64_t dense_numel(const Tensor& t) {
   const Shape& s = t.shape();
   const int64_t* st = t.strides();
   int64_t acc = 1;
   for (int i = s.size() - 1; i >= 0; --i) {
-    if (s[i] != 1 && st[i] != acc) return false;
+    if (s[i] != 1 && st[i] != acc) return -1;
     acc *= s[i];
   }
-  return true;
+  return acc;
 }
 
-// A flat loop is also serial: only below the size where threads start to pay.
-inline bool flat_serial(const Tensor& out, std::initializer_list<const Tensor*> ins) {
-  if (out.numel() >= kParallelMin || !dense(out)) return false;
-  for (const Tensor* t : ins)
-    if (!dense(*t)) return false;
-  return true;
+// The element count when out and every input (of out's shape) are dense and small enough to stay
+// on this thread (threads pay only from kParallelMin elements); otherwise -1.
+template <class... In>
+int64_t flat_serial(const Tensor& out, const In&... ins) {
+  const int64_t n = dense_numel(out);
+  if (n < 0 || n >= kParallelMin) return -1;
+  return ((dense_numel(ins) >= 0) && ...) ? n : -1;
 }
 
 template <int K>
