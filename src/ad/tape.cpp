@@ -5,6 +5,7 @@
 
 #include "fluxion/ops/create.hpp"
 #include "fluxion/ops/elementwise.hpp"
+#include "fluxion/ops/primitives.hpp"
 
 namespace fx {
 namespace detail {
@@ -19,6 +20,12 @@ constexpr uint32_t kNoSlot = UINT32_MAX;
 // A recorded primitive application. Saved tensors are tape.saved[saved_begin .. + nin + 1):
 // the inputs (undefined unless the primitive saves them), then the output.
 struct Node {
+  // Constructed in place by emplace_back: a Node built on the stack and copied in stalled on
+  // store forwarding, and a value-initialised one was zeroed only to be overwritten.
+  Node(const Primitive* p, const Params& pr, uint32_t out, uint32_t in, uint32_t saved,
+       uint32_t n, uint32_t lb, uint32_t ll)
+      : prim(p), params(pr), out_slot(out), in_begin(in), saved_begin(saved), nin(n),
+        list_begin(lb), list_len(ll) {}
   const Primitive* prim;
   Params params;
   uint32_t out_slot;
@@ -110,29 +117,39 @@ uint32_t input_slot(const Tensor& x, uint32_t gen, const Primitive& p) {
 
 void record_on(Tape& t, const Primitive& p, std::span<const Tensor> in, Tensor& out,
                const Params& params) {
-  uint32_t in_begin = uint32_t(t.in_slots.size());
+  const size_t nin = in.size();
+  // Slots are looked up before anything is appended, so an untracked call touches no vector.
+  uint32_t small[8];
+  std::vector<uint32_t> big;
+  uint32_t* slots = nin <= 8 ? small : (big.resize(nin), big.data());
   bool any = false;
-  for (const Tensor& x : in) {
-    uint32_t s = x.defined() ? input_slot(x, t.gen, p) : kNoSlot;
-    any |= s != kNoSlot;
-    t.in_slots.push_back(s);
+  for (size_t i = 0; i < nin; ++i) {
+    slots[i] = in[i].defined() ? input_slot(in[i], t.gen, p) : kNoSlot;
+    any |= slots[i] != kNoSlot;
   }
-  if (!any) {
-    t.in_slots.resize(in_begin);
-    return;
-  }
-  Node& n = t.nodes.emplace_back(Node{&p, params, t.nslots++, in_begin, uint32_t(t.saved.size()),
-                                      uint32_t(in.size()), uint32_t(t.ints.size()),
-                                      uint32_t(params.list.size())});
+  if (!any) return;
+  const uint32_t in_begin = uint32_t(t.in_slots.size());
+  t.in_slots.insert(t.in_slots.end(), slots, slots + nin);
+  const uint32_t saved_begin = uint32_t(t.saved.size());
+  Node& n = t.nodes.emplace_back(&p, params, t.nslots++, in_begin, saved_begin, uint32_t(nin),
+                                 uint32_t(t.ints.size()), uint32_t(params.list.size()));
   if (!params.list.empty()) {
     t.ints.insert(t.ints.end(), params.list.begin(), params.list.end());
     n.params.list = {};  // repointed at backward time: the vector may still grow
   }
-  for (size_t i = 0; i < in.size(); ++i)
-    t.saved.push_back(i < 31 && ((p.saves >> i) & 1u) ? in[i] : Tensor());
-  t.saved.push_back(p.saves & saves::output ? out : Tensor());
-  for (size_t i = t.saved_versions.size(); i < t.saved.size(); ++i)
-    t.saved_versions.push_back(t.saved[i].defined() ? uint32_t(t.saved[i].storage()->version) : 0);
+  // One resize for the nin + 1 entries (undefined placeholders cost no reference count), then
+  // copies of only what the primitive saves.
+  t.saved.resize(saved_begin + nin + 1);
+  t.saved_versions.resize(saved_begin + nin + 1, 0);
+  for (size_t i = 0; i < nin && i < 31; ++i) {
+    if (!((p.saves >> i) & 1u) || !in[i].defined()) continue;
+    t.saved[saved_begin + i] = in[i];
+    t.saved_versions[saved_begin + i] = uint32_t(in[i].storage()->version);
+  }
+  if (p.saves & saves::output) {
+    t.saved[saved_begin + nin] = out;
+    t.saved_versions[saved_begin + nin] = uint32_t(out.storage()->version);
+  }
   add_tag(out, t.gen, n.out_slot);
   ++stats.nodes_recorded;
 }
@@ -165,6 +182,25 @@ void forward_on(Tape& t, int level, const Primitive& p, std::span<const Tensor> 
   t.tangents.push_back(std::move(dy));
   add_tag(out, t.gen, slot);
   ++stats.nodes_recorded;
+}
+
+// g += c for cotangents. When nothing records the backward pass and g is the only handle on
+// a dense buffer of its own, the sum is written into g: no new tensor per accumulation (a value
+// used k times gets k - 1 of them). Otherwise a new tensor, with the add recorded if watched.
+void accumulate(Tensor& g, Tensor&& c) {
+  if (!g.defined()) {
+    g = std::move(c);
+    return;
+  }
+  const TensorImpl* p = g.impl();
+  if (detail::recording_depth == 0 && p->refs.load(std::memory_order_acquire) == 1 &&
+      p->storage->refs.load(std::memory_order_acquire) == 1 && p->ntags == 0 &&
+      g.dtype() == c.dtype() && g.shape() == c.shape() && g.is_contiguous()) {
+    detail::BorrowedTensors in({g, c});
+    dispatch({add_p, in.span(), g, Params{}});
+    return;
+  }
+  g = add(g, c);
 }
 
 }  // namespace
@@ -291,13 +327,14 @@ std::vector<Tensor> Recording::backward(const Tensor& y, const Tensor& dy) const
   }
   Tensor dx[64];
   std::vector<Tensor> dx_big;
+  Params with_list;  // hoisted: most nodes have no list, and zeroing a Params per node showed up
   for (size_t k = t.nodes.size(); k-- > 0;) {
     const Node& n = t.nodes[k];
-    Tensor g = grads[n.out_slot];
+    // An intermediate's cotangent is consumed here: moving it out frees it early and saves a
+    // handle copy (an atomic increment and decrement).
+    Tensor g = n.out_slot >= nleaves_ ? std::move(grads[n.out_slot]) : grads[n.out_slot];
     if (!g.defined()) continue;
-    if (n.out_slot >= nleaves_) grads[n.out_slot] = Tensor();  // consumed; free it early
     const Params* params = &n.params;
-    Params with_list;
     if (n.list_len) {
       with_list = n.params;
       with_list.list = {t.ints.data() + n.list_begin, n.list_len};
@@ -321,7 +358,7 @@ std::vector<Tensor> Recording::backward(const Tensor& y, const Tensor& dy) const
     for (uint32_t i = 0; i < n.nin; ++i) {
       if (!out[i].defined()) continue;
       uint32_t s = t.in_slots[n.in_begin + i];
-      if (s != kNoSlot) grads[s] = grads[s].defined() ? add(grads[s], out[i]) : std::move(out[i]);
+      if (s != kNoSlot) accumulate(grads[s], std::move(out[i]));
       out[i] = Tensor();
     }
   }

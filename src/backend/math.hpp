@@ -59,6 +59,11 @@ FX_BINARY(Pow, true, false, T(std::pow(a, b)))
 // A NaN in either operand gives NaN (x != x only for NaN; ties pick a, as the pullback does).
 FX_BINARY(Maximum, false, false, (a >= b || a != a) ? a : b)
 FX_BINARY(Minimum, false, false, (a <= b || a != a) ? a : b)
+// Fused pullbacks (src/ops/fused.hpp), a = dy, b = the saved output y; written in the order the
+// composed public ops evaluate, so both give the same bits. Real dtypes only: complex pullbacks
+// take conjugates and run the composed ops.
+FX_BINARY(TanhBackward, true, false, T(a * (-(b * b) + T(1))))
+FX_BINARY(SigmoidBackward, true, false, T(a * (b * (-b + T(1)))))
 #undef FX_BINARY
 
 // Complex to complex or to real (the part types follow the input's precision).

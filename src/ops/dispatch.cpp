@@ -62,6 +62,19 @@ std::span<Primitive* const> builtin_primitives() {
 }  // namespace fx
 
 namespace fx {
+namespace detail {
+// More arguments than BorrowedTensors holds: plain owning copies (rare, never on a hot path).
+Tensor bind_owned(const Primitive& p, std::initializer_list<TensorRef> in, const Params& params) {
+  std::vector<Tensor> owned;
+  owned.reserve(in.size());
+  for (const TensorRef& r : in) {
+    if (r.impl()) r.impl()->refs.fetch_add(1, std::memory_order_relaxed);
+    owned.emplace_back(r.impl());  // adopts the reference just taken
+  }
+  return bind(p, std::span<const Tensor>(owned), params);
+}
+}  // namespace detail
+
 Tensor linear_jvp(const JvpArgs& args, const Tensor* dx) {
   const size_t n = args.num_inputs();
   std::vector<Tensor> in(n);

@@ -5,6 +5,7 @@
 
 #include "fluxion/ops/complex.hpp"
 #include "fluxion/ops/create.hpp"
+#include "ops/fused.hpp"
 #include "fluxion/ops/primitives.hpp"
 #include "fluxion/ops/view.hpp"
 
@@ -50,13 +51,14 @@ Primitive cos_p{.name = "cos", .forward = elementwise_forward, .saves = saves::i
 Primitive tanh_p{.name = "tanh", .forward = elementwise_forward, .saves = saves::output,
                  .pullback = FX_PULLBACK {
                    const Tensor& y = a.output();
-                   dx[0] = dy * conj(1.0 - y * y);
+                   if (!fused_pullback(tanh_backward_p, dy, y, dx[0])) dx[0] = dy * conj(1.0 - y * y);
                  },
     .jvp = FX_JVP { return dx[0] * (1.0 - a.output() * a.output()); }};
 Primitive sigmoid_p{.name = "sigmoid", .forward = elementwise_forward, .saves = saves::output,
                     .pullback = FX_PULLBACK {
                       const Tensor& y = a.output();
-                      dx[0] = dy * conj(y * (1.0 - y));
+                      if (!fused_pullback(sigmoid_backward_p, dy, y, dx[0]))
+                        dx[0] = dy * conj(y * (1.0 - y));
                     },
     .jvp = FX_JVP { return dx[0] * (a.output() * (1.0 - a.output())); }};
 // relu' is taken as 0 at 0 (as in PyTorch and Flux).
@@ -187,6 +189,23 @@ Primitive copy_p{.name = "copy", .forward = elementwise_forward,
 #undef FX_PULLBACK
 #undef FX_JVP
 
+// ---- fused first-order pullbacks (src/ops/fused.hpp): no pullback of their own, never tracked
+Primitive tanh_backward_p{.name = "tanh_backward", .forward = elementwise_forward};
+Primitive sigmoid_backward_p{.name = "sigmoid_backward", .forward = elementwise_forward};
+
+bool fused_pullback(const Primitive& p, const Tensor& dy, const Tensor& y, Tensor& dx) {
+  // Under any recording the result must stay differentiable (or carry a tangent): compose.
+  if (detail::recording_depth != 0) return false;
+  if (!dy.defined() || !y.defined() || dy.dtype() != y.dtype() || !(dy.shape() == y.shape()))
+    return false;
+  if (dy.dtype() != f32 && dy.dtype() != f64) return false;
+  bool has_kernel = false;
+  for (KernelFn k : p.kernels[int(dy.device())]) has_kernel |= k != nullptr;
+  if (!has_kernel) return false;
+  dx = bind(p, {dy, y});
+  return true;
+}
+
 // ---- public functions
 namespace {
 
@@ -244,7 +263,15 @@ std::pair<Tensor, Tensor> align(const Tensor& a, const Tensor& b, const char* op
   return {std::move(x), std::move(y)};
 }
 
+// Equal dtypes and shapes need neither conversion nor broadcasting: the caller's handles can go
+// to bind as they are, with no handle copies (the common case inside a model).
+bool aligned(const Tensor& a, const Tensor& b) {
+  return a.defined() && b.defined() && a.dtype() == b.dtype() && a.shape() == b.shape();
+}
+
 Tensor binary(Primitive& p, const Tensor& a, const Tensor& b, bool floating_only = false) {
+  if (aligned(a, b) && a.dtype() != boolean && (!floating_only || is_floating(a.dtype())))
+    return bind(p, {a, b});
   auto [x, y] = align(a, b, p.name);
   FX_CHECK(x.dtype() != boolean, "fx::", p.name, ": not defined for bool ", a.shape(), " and ",
            b.shape());
@@ -265,6 +292,7 @@ Tensor real_binary(Primitive& p, const Tensor& a, const Tensor& b) {
 }
 
 Tensor compare(Primitive& p, const Tensor& a, const Tensor& b) {
+  if (aligned(a, b) && !is_complex(a.dtype())) return bind(p, {a, b});
   auto [x, y] = align(a, b, p.name);
   check_not_complex(x, p.name);  // complex numbers are not ordered (and == is rarely meant)
   return bind(p, {x, y});

@@ -10,6 +10,22 @@
 
 namespace fx {
 
+namespace {
+// transpose(x, -2, -1) for the pullback. With nothing recording, the permute primitive would
+// only build this same view, after validating an axis list: a first-order backward pass builds
+// it directly. Under a tape the permute is bound, so the pullback differentiates again.
+Tensor transposed(const Tensor& x) {
+  const int nd = x.ndim();
+  if (detail::recording_depth != 0 || nd < 2) return transpose(x, -2, -1);
+  Shape s = x.shape();
+  std::swap(s[nd - 2], s[nd - 1]);
+  int64_t st[kMaxDims];
+  for (int d = 0; d < nd; ++d) st[d] = x.stride(d);
+  std::swap(st[nd - 2], st[nd - 1]);
+  return make_view(x, s, st, x.offset());
+}
+}  // namespace
+
 Primitive matmul_p{
     .name = "matmul",
     .forward = [](const Primitive& p, std::span<const Tensor> in, const Params& pr) {
@@ -23,8 +39,8 @@ Primitive matmul_p{
     .saves = saves::inputs,
     .pullback = [](const PullbackArgs& a, const Tensor& dy, Tensor* dx) {
       // Adjoints: dA = dY B^H, dB = A^H dY (conj is the identity on real tensors).
-      if (a.wants(0)) dx[0] = matmul(dy, conj(transpose(a.input(1))));
-      if (a.wants(1)) dx[1] = matmul(conj(transpose(a.input(0))), dy);
+      if (a.wants(0)) dx[0] = matmul(dy, conj(transposed(a.input(1))));
+      if (a.wants(1)) dx[1] = matmul(conj(transposed(a.input(0))), dy);
     },
     .jvp = [](const JvpArgs& a, const Tensor* dx) {
       Tensor l = dx[0].defined() ? matmul(dx[0], a.input(1)) : Tensor();
@@ -39,6 +55,12 @@ Tensor matmul(const Tensor& a0, const Tensor& b0) {
            ": operands must have at least 1 dimension");
   DType t = promote(a0.dtype(), b0.dtype());
   FX_CHECK(t != boolean, "fx::matmul: ", a0.shape(), " @ ", b0.shape(), ": not defined for bool");
+  // Two matrices of one dtype (the common case) go to bind as they are, without handle copies.
+  if (a0.ndim() == 2 && b0.ndim() == 2 && a0.dtype() == t && b0.dtype() == t) {
+    FX_CHECK(a0.shape()[1] == b0.shape()[0], "fx::matmul: ", a0.shape(), " @ ", b0.shape(),
+             ": inner dimensions ", a0.shape()[1], " and ", b0.shape()[0], " differ");
+    return bind(matmul_p, {a0, b0});
+  }
   Tensor a = a0.ndim() == 1 ? unsqueeze(a0, 0) : a0;
   Tensor b = b0.ndim() == 1 ? unsqueeze(b0, 1) : b0;
   int64_t k = a.shape()[a.ndim() - 1], k2 = b.shape()[b.ndim() - 2];

@@ -31,7 +31,10 @@ struct Storage {
   static Storage* create(size_t nbytes, Device device = Device::cpu);
   void retain() { refs.fetch_add(1, std::memory_order_relaxed); }
   void release() {
-    if (refs.fetch_sub(1, std::memory_order_acq_rel) == 1) destroy(this);
+    // Sole owner: no atomic read-modify-write needed (see TensorImpl::release).
+    if (refs.load(std::memory_order_acquire) == 1 ||
+        refs.fetch_sub(1, std::memory_order_acq_rel) == 1)
+      destroy(this);
   }
 
  private:

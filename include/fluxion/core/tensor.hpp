@@ -45,7 +45,12 @@ struct TensorImpl {
 
   static TensorImpl* create();  // pooled
   void release() {
-    if (refs.fetch_sub(1, std::memory_order_acq_rel) == 1) destroy(this);
+    // A sole owner needs no atomic read-modify-write: no other thread holds a reference it could
+    // copy from, so the count cannot change under us. Most temporaries die this way, and the
+    // locked decrement was a large share of a small op's cost.
+    if (refs.load(std::memory_order_acquire) == 1 ||
+        refs.fetch_sub(1, std::memory_order_acq_rel) == 1)
+      destroy(this);
   }
   static void destroy(TensorImpl* p);
 };
@@ -93,7 +98,7 @@ class Tensor {
 
   template <class T>
   T* data() const {
-    check_dtype(dtype_of<T>);
+    if (!p_ || p_->dtype != dtype_of<T>) check_dtype(dtype_of<T>);  // out of line: throws
     return static_cast<T*>(p_->storage->data) + p_->offset;
   }
   void* raw_data() const {

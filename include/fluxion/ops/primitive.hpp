@@ -15,6 +15,7 @@
 #pragma once
 #include <cstdint>
 #include <initializer_list>
+#include <new>
 #include <span>
 
 #include "fluxion/core/tensor.hpp"
@@ -132,9 +133,44 @@ inline Tensor bind(const Primitive& p, std::span<const Tensor> in, const Params&
   if (detail::recording_depth != 0 && p.pullback) detail::record(p, in, out, params);
   return out;
 }
-inline Tensor bind(const Primitive& p, std::initializer_list<Tensor> in,
+namespace detail {
+// One argument of `bind(p, {a, b})`: refers to the caller's tensor (a temporary lives until the
+// end of the call's full expression) instead of copying its handle.
+class TensorRef {
+ public:
+  TensorRef(const Tensor& t) : p_(t.impl()) {}  // NOLINT: implicit, so `{a, b}` reads naturally
+  TensorImpl* impl() const { return p_; }
+
+ private:
+  TensorImpl* p_;
+};
+
+// Handles that share the caller's references without owning one: copying a handle is an atomic
+// increment and later decrement, and those were the largest single cost of a small op. Every
+// consumer of the span (forwards, kernels, the tape) copies what it keeps, so no reference
+// escapes the call. The destructor deliberately never releases.
+struct BorrowedTensors {
+  static constexpr size_t kMax = 8;
+  union {
+    Tensor t[kMax];
+  };
+  size_t n;
+  explicit BorrowedTensors(std::initializer_list<TensorRef> in) : n(in.size()) {
+    for (size_t i = 0; i < n; ++i) new (&t[i]) Tensor(in.begin()[i].impl());
+  }
+  BorrowedTensors(const BorrowedTensors&) = delete;
+  BorrowedTensors& operator=(const BorrowedTensors&) = delete;
+  ~BorrowedTensors() {}
+  std::span<const Tensor> span() const { return {t, n}; }
+};
+Tensor bind_owned(const Primitive& p, std::initializer_list<TensorRef> in, const Params& params);
+}  // namespace detail
+
+inline Tensor bind(const Primitive& p, std::initializer_list<detail::TensorRef> in,
                    const Params& params = {}) {
-  return bind(p, std::span<const Tensor>(in.begin(), in.size()), params);
+  if (in.size() > detail::BorrowedTensors::kMax) return detail::bind_owned(p, in, params);
+  detail::BorrowedTensors b(in);
+  return bind(p, b.span(), params);
 }
 
 // Runs the first backend kernel of the output's device that accepts the call.

@@ -108,6 +108,30 @@ void run_rows(const Layout<K>& L, Row&& row) {
   }
 }
 
+// Row-major dense (size-1 dims may have any stride); returns the element count, or -1 when not
+// dense. With operands of one shape that are all dense, an elementwise kernel is a single flat
+// loop: small tensors then skip the layout collapse and the row iteration, which cost more than
+// the arithmetic at a few elements.
+inline int64_t dense_numel(const Tensor& t) {
+  const Shape& s = t.shape();
+  const int64_t* st = t.strides();
+  int64_t acc = 1;
+  for (int i = s.size() - 1; i >= 0; --i) {
+    if (s[i] != 1 && st[i] != acc) return -1;
+    acc *= s[i];
+  }
+  return acc;
+}
+
+// The element count when out and every input (of out's shape) are dense and small enough to stay
+// on this thread (threads pay only from kParallelMin elements); otherwise -1.
+template <class... In>
+int64_t flat_serial(const Tensor& out, const In&... ins) {
+  const int64_t n = dense_numel(out);
+  if (n < 0 || n >= kParallelMin) return -1;
+  return ((dense_numel(ins) >= 0) && ...) ? n : -1;
+}
+
 template <int K>
 Layout<K> layout_of(const Tensor& out, const std::array<const Tensor*, K - 1>& ins) {
   std::array<const int64_t*, K> st;

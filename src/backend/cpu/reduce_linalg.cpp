@@ -161,6 +161,20 @@ constexpr int64_t kTinyGemm = 512;  // m * n * k
 template <class T>
 void tiny_gemm(int64_t m, int64_t n, int64_t k, const T* a, int64_t ars, int64_t acs,
                const T* b, int64_t brs, int64_t bcs, T* out) {
+  if (bcs == 1) {
+    // Rows of b are contiguous: accumulate whole rows of out so the inner loop vectorises. Each
+    // element still sums its products in order p = 0..k-1, as the loop below does.
+    for (int64_t i = 0; i < m; ++i) {
+      T* o = out + i * n;
+      for (int64_t j = 0; j < n; ++j) o[j] = 0;
+      for (int64_t p = 0; p < k; ++p) {
+        const T av = a[i * ars + p * acs];
+        const T* br = b + p * brs;
+        for (int64_t j = 0; j < n; ++j) o[j] += av * br[j];
+      }
+    }
+    return;
+  }
   for (int64_t i = 0; i < m; ++i)
     for (int64_t j = 0; j < n; ++j) {
       T acc = 0;

@@ -3,6 +3,7 @@
 // are compared with, and the fallback that makes every op run on the CPU.
 #include "backend/backends.hpp"
 #include "backend/math.hpp"
+#include "ops/fused.hpp"
 
 namespace fx::backend {
 namespace {
@@ -141,6 +142,8 @@ void register_reference_elementwise() {
   register_kernel(where_p, cpu, r, where);
   register_kernel(astype_p, cpu, r, convert);
   register_kernel(copy_p, cpu, r, convert);
+  register_kernel(tanh_backward_p, cpu, r, binary<math::TanhBackward>);
+  register_kernel(sigmoid_backward_p, cpu, r, binary<math::SigmoidBackward>);
 }
 
 }  // namespace fx::backend

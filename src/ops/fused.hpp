@@ -1,0 +1,24 @@
+// Fused first-order pullbacks: internal primitives (not in the public table) that compute a
+// pullback's result in one kernel when nothing will differentiate that result.
+//
+//   Tensor dx;
+//   if (!fused_pullback(tanh_backward_p, dy, y, dx)) dx = dy * (1.0 - y * y);
+//
+// A pullback written in public ops is differentiable again, but in an ordinary first-order
+// backward pass no tape records it, and its intermediates (1 - y*y: three ops, three temporaries
+// for tanh) cost more than the arithmetic on small tensors. These entries have no pullback, so
+// they are only used when no differentiation is recording.
+#pragma once
+#include "fluxion/ops/primitive.hpp"
+
+namespace fx {
+
+extern Primitive tanh_backward_p;     // (dy, y) -> dy * (1 - y^2), y = tanh(x)
+extern Primitive sigmoid_backward_p;  // (dy, y) -> dy * (y * (1 - y)), y = sigmoid(x)
+
+// Sets dx = p(dy, y) and returns true when no differentiation is recording, dy and y are f32 or
+// f64 of one shape and dtype, and the device has a kernel for p; otherwise returns false and the
+// caller runs the composed (differentiable) form.
+bool fused_pullback(const Primitive& p, const Tensor& dy, const Tensor& y, Tensor& dx);
+
+}  // namespace fx
