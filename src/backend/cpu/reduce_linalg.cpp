@@ -219,6 +219,7 @@ void register_reduce_linalg() {
 void register_elementwise();
 void register_complex();
 void register_fft();
+void register_index();
 
 }  // namespace fx::backend::cpu
 
@@ -228,5 +229,6 @@ void register_cpu() {
   cpu::register_reduce_linalg();
   cpu::register_complex();
   cpu::register_fft();
+  cpu::register_index();
 }
 }  // namespace fx::backend
