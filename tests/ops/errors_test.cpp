@@ -167,7 +167,9 @@ std::vector<ErrorRow> error_rows() {
       {"pow_integers", {i3, i3}, [](A a) { (void)fx::pow(a[0], a[1]); },
        {"fx::pow", "i64", "(3,)"}},
       {"mean_integer", {i3}, [](A a) { (void)fx::mean(a[0]); }, {"fx::mean", "i64", "(3,)"}},
-      {"rsqrt_integer", {i3}, [](A a) { (void)fx::rsqrt(a[0]); }, {"pow", "i64", "(3,)"}},
+      {"rsqrt_integer", {i3}, [](A a) { (void)fx::rsqrt(a[0]); }, {"fx::rsqrt", "i64", "(3,)"}},
+      {"reciprocal_integer", {i3}, [](A a) { (void)fx::reciprocal(a[0]); },
+       {"fx::reciprocal", "i64", "(3,)"}},
       // undefined tensors: an error naming the op, never a crash
       {"undefined_tanh", {}, [](A) { (void)fx::tanh(Tensor()); }, {"fx::tanh", "undefined"}},
       {"undefined_add", {x23}, [](A a) { (void)(Tensor() + a[0]); }, {"fx::add", "undefined"}},

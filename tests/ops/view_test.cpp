@@ -67,6 +67,27 @@ std::vector<Row> view_rows() {
       {"concat_three_last_axis", [](const Args& a) { return fx::concat({a[0], a[1], a[2]}, -1); },
        {.cases = {{In{{4, 2}}, In{{4, 5}}, In{{4, 1}}},
                   {In{{2, 3, 1}}, In{{2, 3, 3}}, In{{2, 3, 2}}}}}},
+      // Past the CPU kernels' OpenMP threshold (32768 elements): concat splits output tiles
+      // across threads (stack along a late axis) or each input's elements (along axis 0).
+      {"concat_parallel_stack",
+       [](const Args& a) { return fx::stack({a[0], a[1], a[2]}, 1); },
+       {.cases = {{In{{120, 100}}, In{{120, 100}}, In{{120, 100}}}},
+        .dtypes = {f32, f64, boolean}}},
+      {"concat_parallel_axis0", [](const Args& a) { return fx::concat({a[0], a[1]}, 0); },
+       {.cases = pairs({{{200, 100}, {150, 100}}})}},
+      {"pad_slice_parallel", pad(1, 1, 2, 3), {.cases = shapes({{200, 170}})}},
+      {"slice_set_parallel",
+       [](const Args& a) { return fx::slice_set(a[0], 1, 1, 300, 2, a[1]); },
+       {.cases = pairs({{{200, 400}, {200, 150}}, {{200, 400}, {1, 150}}})}},
+      // Complex values (c64 and c128 forward, c128 gradient).
+      {"concat_complex", [](const Args& a) { return fx::concat({a[0], a[1]}, 1); },
+       {.cases = pairs({{{3, 5}, {3, 2}}, {{2, 1, 4}, {2, 3, 4}}}), .dtypes = {c64, c128},
+        .complex = true}},
+      {"pad_slice_complex", pad(1, 2, 3, 2),
+       {.cases = shapes({{5, 3, 11}}), .dtypes = {c64, c128}, .complex = true}},
+      {"slice_set_complex", [](const Args& a) { return fx::slice_set(a[0], 1, 1, 6, 2, a[1]); },
+       {.cases = pairs({{{4, 7}, {4, 3}}, {{3, 7}, {3, 1}}}), .dtypes = {c64, c128},
+        .complex = true}},
       // composites
       {"transpose", un([](const Tensor& x) { return fx::transpose(x); }),
        {.cases = shapes({{45, 65}, {5, 7, 11}, {1, 3}})}},

@@ -233,6 +233,7 @@ void register_reduce_linalg() {
 void register_elementwise();
 void register_complex();
 void register_fft();
+void register_index();
 
 }  // namespace fx::backend::cpu
 
@@ -242,5 +243,6 @@ void register_cpu() {
   cpu::register_reduce_linalg();
   cpu::register_complex();
   cpu::register_fft();
+  cpu::register_index();
 }
 }  // namespace fx::backend
