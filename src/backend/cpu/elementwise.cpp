@@ -156,33 +156,6 @@ bool convert(const KernelCall& c) {
   return true;
 }
 
-// pad_slice (the adjoint of slice): zeros, then dy copied into the strided slice of out. The
-// reference computes every element's offset with divisions, which dominated the backward pass of
-// small gate slices. Params (from pad_slice's forward): i[0] axis, i[1] start, i[2] step.
-bool pad_slice(const KernelCall& c) {
-  const Tensor &out = c.out, &part = c.in[0];
-  if (part.dtype() != out.dtype() || (out.dtype() != f32 && out.dtype() != f64)) return false;
-  const int axis = int(c.params.i[0]);
-  std::array<const int64_t*, 2> st;
-  int64_t ost[kMaxDims];
-  for (int d = 0; d < out.ndim(); ++d) ost[d] = out.stride(d);
-  ost[axis] *= c.params.i[2];
-  st[0] = ost;
-  st[1] = part.strides();
-  auto run = [&]<class T>() {
-    T* o = out.data<T>();
-    for (int64_t j = 0, n = out.numel(); j < n; ++j) o[j] = T(0);  // out is fresh and dense
-    o += c.params.i[1] * out.stride(axis);
-    const T* p = part.data<T>();
-    run_rows<2>(collapse<2>(part.shape(), st), [&](const int64_t* off, int64_t n, const int64_t* s) {
-      for (int64_t j = 0; j < n; ++j) o[off[0] + j * s[0]] = p[off[1] + j * s[1]];
-    });
-  };
-  if (out.dtype() == f32) run.template operator()<float>();
-  else run.template operator()<double>();
-  return true;
-}
-
 }  // namespace
 
 void register_elementwise() {
@@ -219,7 +192,6 @@ void register_elementwise() {
   register_kernel(where_p, dev, r, where);
   register_kernel(astype_p, dev, r, convert);
   register_kernel(copy_p, dev, r, convert);
-  register_kernel(pad_slice_p, dev, r, pad_slice);
   register_kernel(tanh_backward_p, dev, r, binary<math::TanhBackward>);
   register_kernel(sigmoid_backward_p, dev, r, binary<math::SigmoidBackward>);
 }
