@@ -29,7 +29,7 @@ START=$(date +%s)
 GEN=""
 [ -f "$BUILD/build.ninja" ] || { command -v ninja >/dev/null && GEN="-G Ninja"; }
 cmake -S . -B "$BUILD" $GEN -DCMAKE_BUILD_TYPE=Release >/dev/null
-TARGETS=(overhead train_mlp lstm_overhead matmul adbench_gmm adbench_lstm)
+TARGETS=(overhead train_mlp lstm_overhead matmul adbench_gmm adbench_lstm elementwise_math)
 [ -f bench/adbench_ba.cpp ] && TARGETS+=(adbench_ba)
 [ -f bench/scalar_ad.cpp ] && TARGETS+=(scalar_ad)
 cmake --build "$BUILD" -j"$(nproc)" --target "${TARGETS[@]}"
@@ -74,6 +74,7 @@ B=$BUILD/bench
 run overhead overhead_ env OMP_NUM_THREADS=1 OPENBLAS_NUM_THREADS=1 "$B/overhead"
 run lstm_overhead "" "$B/lstm_overhead" "${LSTM_OPTS[@]}" --csv "$OUT/lstm_overhead.csv"
 run matmul "" "$B/matmul" "${MM_OPTS[@]}"
+run elementwise_math "" "$B/elementwise_math"
 run mlp_t1 mlp_t1_ env OMP_NUM_THREADS=1 OPENBLAS_NUM_THREADS=1 "$B/train_mlp" --threads 1 "${MLP_OPTS[@]}"
 run mlp_t2 mlp_t2_ env OMP_NUM_THREADS=2 OPENBLAS_NUM_THREADS=2 "$B/train_mlp" --threads 2 "${MLP_OPTS[@]}"
 if [ -x "$B/scalar_ad" ]; then
