@@ -22,6 +22,14 @@ Tensor plus(const Tensor& a, const Tensor& b) {
   if (!b.defined()) return a;
   return a + b;
 }
+// dy * conj(x) and dy / conj(x): a holomorphic op's pullback. Real x (the hot path) is used
+// as it is, without the handle copy that conj's identity result would cost.
+Tensor mul_conj(const Tensor& dy, const Tensor& x) {
+  return is_complex(x.dtype()) ? dy * conj(x) : dy * x;
+}
+Tensor div_conj(const Tensor& dy, const Tensor& x) {
+  return is_complex(x.dtype()) ? dy / conj(x) : dy / x;
+}
 // Tangent i, or an allocation-free zero of input i's shape.
 Tensor or_zeros(const JvpArgs& a, const Tensor* dx, int i) {
   return dx[i].defined() ? dx[i] : expanded_zeros_like(a.input(i));
@@ -33,32 +41,33 @@ Primitive neg_p{.name = "neg", .forward = elementwise_forward,
                 .pullback = FX_PULLBACK { dx[0] = neg(dy); (void)a; },
     .jvp = linear_jvp};
 Primitive exp_p{.name = "exp", .forward = elementwise_forward, .saves = saves::output,
-                .pullback = FX_PULLBACK { dx[0] = dy * conj(a.output()); },
+                .pullback = FX_PULLBACK { dx[0] = mul_conj(dy, a.output()); },
     .jvp = FX_JVP { return dx[0] * a.output(); }};
 Primitive log_p{.name = "log", .forward = elementwise_forward, .saves = saves::input(0),
-                .pullback = FX_PULLBACK { dx[0] = dy / conj(a.input(0)); },
+                .pullback = FX_PULLBACK { dx[0] = div_conj(dy, a.input(0)); },
     .jvp = FX_JVP { return dx[0] / a.input(0); }};
 Primitive log1p_p{.name = "log1p", .forward = elementwise_forward, .saves = saves::input(0),
                   .pullback = FX_PULLBACK { dx[0] = dy / (a.input(0) + 1.0); },
     .jvp = FX_JVP { return dx[0] / (a.input(0) + 1.0); }};
 Primitive sin_p{.name = "sin", .forward = elementwise_forward, .saves = saves::input(0),
-                .pullback = FX_PULLBACK { dx[0] = dy * conj(cos(a.input(0))); },
+                .pullback = FX_PULLBACK { dx[0] = mul_conj(dy, cos(a.input(0))); },
     .jvp = FX_JVP { return dx[0] * cos(a.input(0)); }};
 Primitive cos_p{.name = "cos", .forward = elementwise_forward, .saves = saves::input(0),
-                .pullback = FX_PULLBACK { dx[0] = neg(dy * conj(sin(a.input(0)))); },
+                .pullback = FX_PULLBACK { dx[0] = neg(mul_conj(dy, sin(a.input(0)))); },
     .jvp = FX_JVP { return neg(dx[0] * sin(a.input(0))); }};
 // tanh and sigmoid read only their output: the tape keeps y and lets x go.
 Primitive tanh_p{.name = "tanh", .forward = elementwise_forward, .saves = saves::output,
                  .pullback = FX_PULLBACK {
                    const Tensor& y = a.output();
-                   if (!fused_pullback(tanh_backward_p, dy, y, dx[0])) dx[0] = dy * conj(1.0 - y * y);
+                   if (!fused_pullback(tanh_backward_p, dy, y, dx[0]))
+                     dx[0] = mul_conj(dy, 1.0 - y * y);
                  },
     .jvp = FX_JVP { return dx[0] * (1.0 - a.output() * a.output()); }};
 Primitive sigmoid_p{.name = "sigmoid", .forward = elementwise_forward, .saves = saves::output,
                     .pullback = FX_PULLBACK {
                       const Tensor& y = a.output();
                       if (!fused_pullback(sigmoid_backward_p, dy, y, dx[0]))
-                        dx[0] = dy * conj(y * (1.0 - y));
+                        dx[0] = mul_conj(dy, y * (1.0 - y));
                     },
     .jvp = FX_JVP { return dx[0] * (a.output() * (1.0 - a.output())); }};
 // relu' is taken as 0 at 0 (as in PyTorch and Flux).
@@ -66,7 +75,7 @@ Primitive relu_p{.name = "relu", .forward = elementwise_forward, .saves = saves:
                  .pullback = FX_PULLBACK { dx[0] = where(a.output() > 0.0, dy, 0.0); },
     .jvp = FX_JVP { return where(a.output() > 0.0, dx[0], 0.0); }};
 Primitive sqrt_p{.name = "sqrt", .forward = elementwise_forward, .saves = saves::output,
-                 .pullback = FX_PULLBACK { dx[0] = (dy / conj(a.output())) * 0.5; },
+                 .pullback = FX_PULLBACK { dx[0] = div_conj(dy, a.output()) * 0.5; },
     .jvp = FX_JVP { return (dx[0] / a.output()) * 0.5; }};
 Primitive abs_p{.name = "abs", .forward = elementwise_forward, .saves = saves::input(0),
                 .pullback = FX_PULLBACK { dx[0] = dy * sign(a.input(0)); },
@@ -84,7 +93,7 @@ Primitive mul_scalar_p{.name = "mul_scalar", .forward = elementwise_forward,
 Primitive pow_scalar_p{.name = "pow_scalar", .forward = elementwise_forward,
                        .saves = saves::input(0), .pullback = FX_PULLBACK {
                          double s = a.params().s;
-                         if (s != 0) dx[0] = dy * conj(pow(a.input(0), s - 1) * s);
+                         if (s != 0) dx[0] = mul_conj(dy, pow(a.input(0), s - 1) * s);
                        },
     .jvp = FX_JVP {
       double s = a.params().s;
@@ -105,8 +114,8 @@ Primitive sub_p{.name = "sub", .forward = elementwise_forward, .pullback = FX_PU
     .jvp = FX_JVP { (void)a; return plus(dx[0], dx[1].defined() ? neg(dx[1]) : Tensor()); }};
 Primitive mul_p{.name = "mul", .forward = elementwise_forward, .saves = saves::inputs,
                 .pullback = FX_PULLBACK {
-                  if (a.wants(0)) dx[0] = dy * conj(a.input(1));
-                  if (a.wants(1)) dx[1] = dy * conj(a.input(0));
+                  if (a.wants(0)) dx[0] = mul_conj(dy, a.input(1));
+                  if (a.wants(1)) dx[1] = mul_conj(dy, a.input(0));
                 },
     .jvp = FX_JVP {
       return plus(dx[0].defined() ? dx[0] * a.input(1) : Tensor(),
@@ -114,8 +123,8 @@ Primitive mul_p{.name = "mul", .forward = elementwise_forward, .saves = saves::i
     }};
 Primitive div_p{.name = "div", .forward = elementwise_forward,
                 .saves = saves::input(1) | saves::output, .pullback = FX_PULLBACK {
-                  Tensor g = dy / conj(a.input(1));
-                  if (a.wants(1)) dx[1] = neg(g * conj(a.output()));
+                  Tensor g = div_conj(dy, a.input(1));
+                  if (a.wants(1)) dx[1] = neg(mul_conj(g, a.output()));
                   dx[0] = std::move(g);
                 },
     .jvp = FX_JVP {

@@ -3,6 +3,7 @@
 // Anything else declines to the reference backend.
 #include <cblas.h>
 
+#include <algorithm>
 #include <complex>
 #include <cstring>
 #include <vector>
@@ -69,7 +70,7 @@ bool sum(const KernelCall& c) {
 #pragma omp parallel for if (outer > 1 && outer * red * inner >= kParallelMin)
       for (int64_t o = 0; o < outer; ++o) {
         T* out = op + o * inner;
-        std::memset(out, 0, size_t(inner) * sizeof(T));
+        std::fill_n(out, inner, T(0));
         for (int64_t row = 0; row < red; ++row) {
           const T* p = xp + (o * red + row) * inner;
           for (int64_t j = 0; j < inner; ++j) out[j] += p[j];
@@ -202,7 +203,7 @@ bool matmul(const KernelCall& c) {
   auto run = [&]<class T>() {
     T* op = c.out.data<T>();
     if (k == 0) {
-      std::memset(op, 0, size_t(c.out.numel()) * sizeof(T));
+      std::fill_n(op, c.out.numel(), T(0));
       return;
     }
     int64_t batches = 1;
