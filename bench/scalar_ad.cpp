@@ -1,11 +1,13 @@
 // Scalar reverse-mode AD (fx::Real through fx::gradient) against the same generic code run on
 // double, in one run: (a) a dot product of length 10^6, (b) ADBench's GMM objective (d=10, K=25,
-// 1000 points). Prints name=value lines; times are medians of repeated runs (each after a warm-up
-// call, so tapes are already grown, as in any loop that takes many gradients).
+// 1000 points), its sum over points written once with fx::preaccumulated_sum (gmm_ratio) and
+// once as a plain loop (gmm_loop_ratio: every operation of every point on one 68 MB tape).
+// Prints name=value lines. Plain and gradient runs alternate; times are medians over rounds and
+// ratios the medians of the per-round ratios.
 //
 //   ./build/bench/scalar_ad [gmm-file] [repetitions]
 //   dot_plain_ns_per_op=... dot_gradient_ns_per_op=... dot_ratio=...
-//   gmm_objective_s=... gmm_gradient_s=... gmm_ratio=... gmm_fd_max_rel_error=...
+//   gmm_objective_s=... gmm_gradient_s=... gmm_ratio=... gmm_loop_ratio=... gmm_fd_max_rel_error=...
 //
 // "ns per op" divides by the primal's scalar operations (2 per dot element: a multiply, an add).
 // The GMM objective follows ADBench's reference C++ (gmm.h): Q = exp(diag) + strictly-lower icf,
@@ -21,6 +23,7 @@
 #include <tuple>
 #include <vector>
 
+#include <fluxion/ad/preaccumulate.hpp>
 #include <fluxion/ad/reverse.hpp>
 #include <fluxion/ad/scalar.hpp>
 #include <fluxion/data/adbench.hpp>
@@ -40,16 +43,38 @@ Timing summarize(std::vector<double> t) {
   return {t[t.size() / 2], t.front()};
 }
 
-template <class Fn>
-Timing time_it(int reps, Fn&& fn) {
-  fn();  // warm-up: grows the tape and the allocator's pools
-  std::vector<double> t;
-  for (int r = 0; r < reps; ++r) {
+// Times `plain` and each of `others` in turn, `reps` rounds after a warm-up round (which grows
+// the tape and the allocator's pools, as in any loop that takes many gradients). Interleaving
+// puts noise from other processes on the machine on all of them alike, and the ratio to `plain`
+// is the median of the per-round ratios.
+struct Paired {
+  Timing plain;
+  std::vector<Timing> other;
+  std::vector<double> ratio;
+};
+template <class Plain, class... Others>
+Paired time_paired(int reps, Plain&& plain, Others&&... others) {
+  constexpr size_t n = sizeof...(Others);
+  std::vector<double> tp;
+  std::vector<std::vector<double>> to(n), tr(n);
+  auto time_one = [](auto& fn) {
     auto t0 = Clock::now();
     fn();
-    t.push_back(seconds(t0, Clock::now()));
+    return seconds(t0, Clock::now());
+  };
+  for (int r = 0; r <= reps; ++r) {
+    double p = time_one(plain);
+    double t[n] = {time_one(others)...};
+    if (r == 0) continue;
+    tp.push_back(p);
+    for (size_t k = 0; k < n; ++k) to[k].push_back(t[k]), tr[k].push_back(t[k] / p);
   }
-  return summarize(t);
+  Paired out{summarize(tp), {}, {}};
+  for (size_t k = 0; k < n; ++k) {
+    out.other.push_back(summarize(to[k]));
+    out.ratio.push_back(summarize(tr[k]).median);
+  }
+  return out;
 }
 
 // Where a reverse-mode gradient's time goes: making the variables, running f (recording the
@@ -138,9 +163,13 @@ double log_gamma_distrib(double a, int p) {
   return out;
 }
 
+// How the sum over points is written: a plain loop (every operation of every point on one tape)
+// or fx::preaccumulated_sum (each point's tape swept while it is in cache).
+enum class Sum { loop, preaccumulated };
+
 template <class T>
 T gmm_objective(const fx::data::GmmInput& in, const std::vector<T>& alphas,
-                const std::vector<T>& means, const std::vector<T>& icf) {
+                const std::vector<T>& means, const std::vector<T>& icf, Sum how) {
   using std::exp, std::log;
   const int d = in.d, k = in.k, n = in.n, q = in.icf_size();
   std::vector<T> qdiag(size_t(d) * k), sum_qs(k), xc(d), qxc(d), main_term(k);
@@ -151,9 +180,9 @@ T gmm_objective(const fx::data::GmmInput& in, const std::vector<T>& alphas,
       qdiag[c * d + j] = exp(icf[c * q + j]);
     }
   }
-  T slse = 0;
-  for (int i = 0; i < n; ++i) {
-    const double* x = &in.x[size_t(i) * d];
+  // One point's log-sum-exp over components.
+  auto point_term = [&](size_t i) {
+    const double* x = &in.x[i * d];
     for (int c = 0; c < k; ++c) {
       for (int j = 0; j < d; ++j) xc[j] = x[j] - means[c * d + j];
       // Q (x - mu): the diagonal, then the strictly-lower entries column by column.
@@ -165,7 +194,13 @@ T gmm_objective(const fx::data::GmmInput& in, const std::vector<T>& alphas,
       for (int j = 0; j < d; ++j) sq += qxc[j] * qxc[j];
       main_term[c] = alphas[c] + sum_qs[c] - 0.5 * sq;
     }
-    slse += logsumexp(main_term);
+    return logsumexp(main_term);
+  };
+  T slse = 0;
+  if (how == Sum::preaccumulated) {
+    slse = fx::preaccumulated_sum(size_t(n), point_term);
+  } else {
+    for (int i = 0; i < n; ++i) slse += point_term(size_t(i));
   }
   const double constant = -n * d * 0.5 * std::log(2 * std::numbers::pi);
   T err = constant + slse - double(n) * logsumexp(alphas);
@@ -198,9 +233,9 @@ int main(int argc, char** argv) {
   for (size_t i = 0; i < n; ++i) a[i] = u(rng), b[i] = u(rng);
   auto fdot = [](const auto& x, const auto& y) { return dot(x, y); };
   volatile double sink = 0;
-  Timing t_plain = time_it(reps, [&] { sink = dot(a, b); });
   std::tuple<std::vector<double>, std::vector<double>> g;
-  Timing t_grad = time_it(reps, [&] { g = fx::gradient(fdot, a, b); });
+  Paired dt = time_paired(reps, [&] { sink = dot(a, b); }, [&] { g = fx::gradient(fdot, a, b); });
+  const Timing t_plain = dt.plain, t_grad = dt.other[0];
   double dot_err = 0;
   for (size_t i = 0; i < n; ++i)
     dot_err = std::max({dot_err, std::abs(std::get<0>(g)[i] - b[i]),
@@ -209,37 +244,52 @@ int main(int argc, char** argv) {
   std::printf("dot_n=%zu\n", n);
   std::printf("dot_plain_ns_per_op=%.3f\n", t_plain.median * 1e9 / ops);
   std::printf("dot_gradient_ns_per_op=%.3f\n", t_grad.median * 1e9 / ops);
-  std::printf("dot_ratio=%.1f\n", t_grad.median / t_plain.median);
+  std::printf("dot_ratio=%.1f\n", dt.ratio[0]);
   std::printf("dot_gradient_min_ns_per_op=%.3f\n", t_grad.min * 1e9 / ops);
   std::printf("dot_gradient_max_abs_error=%.3g\n", dot_err);
   print_phases("dot", phases(reps, fdot, a, b));
 
-  // ---- (b) ADBench GMM.
+  // ---- (b) ADBench GMM: the plain evaluation, then gradients with the sum over points written
+  // as fx::preaccumulated_sum (gmm_*) and as a plain loop on one long tape (gmm_loop_*).
   fx::data::GmmInput in = fx::data::read_gmm(path);
-  auto obj = [&](const auto& al, const auto& mu, const auto& ic) {
-    return gmm_objective(in, al, mu, ic);
+  auto objective = [&](Sum how) {
+    return [&in, how](const auto& al, const auto& mu, const auto& ic) {
+      return gmm_objective(in, al, mu, ic, how);
+    };
   };
+  auto plain = [&] { return gmm_objective(in, in.alphas, in.means, in.icf, Sum::loop); };
   double e = 0;
-  Timing t_obj = time_it(reps, [&] { e = gmm_objective(in, in.alphas, in.means, in.icf); });
-  std::tuple<std::vector<double>, std::vector<double>, std::vector<double>> gg;
-  Timing t_ggrad = time_it(reps, [&] { gg = fx::gradient(obj, in.alphas, in.means, in.icf); });
-  Phases gp = phases(reps, obj, in.alphas, in.means, in.icf);
+  using Grads = std::tuple<std::vector<double>, std::vector<double>, std::vector<double>>;
+  Grads gg, gl;
+  Paired gt = time_paired(
+      reps, [&] { e = plain(); },
+      [&] { gg = fx::gradient(objective(Sum::preaccumulated), in.alphas, in.means, in.icf); },
+      [&] { gl = fx::gradient(objective(Sum::loop), in.alphas, in.means, in.icf); });
+  const Timing t_obj = gt.plain, t_ggrad = gt.other[0], t_lgrad = gt.other[1];
+  Phases gp = phases(reps, objective(Sum::preaccumulated), in.alphas, in.means, in.icf);
+  Phases lp = phases(reps, objective(Sum::loop), in.alphas, in.means, in.icf);
 
-  // Central differences on random coordinates of each block (h scaled to the parameter).
-  double max_rel = 0;
+  // The two gradients agree; central differences on random coordinates of each block (h scaled
+  // to the parameter) check the preaccumulated one.
+  double max_rel = 0, loop_vs_pre = 0;
   std::vector<double>* blocks[3] = {&in.alphas, &in.means, &in.icf};
   std::vector<double>* grads[3] = {&std::get<0>(gg), &std::get<1>(gg), &std::get<2>(gg)};
+  std::vector<double>* loop_grads[3] = {&std::get<0>(gl), &std::get<1>(gl), &std::get<2>(gl)};
   int checked = 0;
   for (int blk = 0; blk < 3; ++blk) {
+    for (size_t j = 0; j < grads[blk]->size(); ++j) {
+      double x = (*grads[blk])[j], y = (*loop_grads[blk])[j];
+      loop_vs_pre = std::max(loop_vs_pre, std::abs(x - y) / std::max(1.0, std::abs(y)));
+    }
     std::uniform_int_distribution<size_t> pick(0, blocks[blk]->size() - 1);
     for (int t = 0; t < 4; ++t, ++checked) {
       size_t j = pick(rng);
       double& p = (*blocks[blk])[j];
       double p0 = p, h = 1e-5 * std::max(1.0, std::abs(p0));
       p = p0 + h;
-      double fp = gmm_objective(in, in.alphas, in.means, in.icf);
+      double fp = plain();
       p = p0 - h;
-      double fm = gmm_objective(in, in.alphas, in.means, in.icf);
+      double fm = plain();
       p = p0;
       double fd = (fp - fm) / (2 * h), ad = (*grads[blk])[j];
       max_rel = std::max(max_rel, std::abs(ad - fd) / std::max(1.0, std::abs(fd)));
@@ -250,12 +300,16 @@ int main(int argc, char** argv) {
   std::printf("gmm_objective_value=%.10g\n", e);
   std::printf("gmm_objective_s=%.6f\n", t_obj.median);
   std::printf("gmm_gradient_s=%.6f\n", t_ggrad.median);
-  std::printf("gmm_ratio=%.2f\n", t_ggrad.median / t_obj.median);
+  std::printf("gmm_ratio=%.2f\n", gt.ratio[0]);
+  std::printf("gmm_loop_gradient_s=%.6f\n", t_lgrad.median);
+  std::printf("gmm_loop_ratio=%.2f\n", gt.ratio[1]);
   std::printf("gmm_objective_min_s=%.6f\n", t_obj.min);
   std::printf("gmm_gradient_min_s=%.6f\n", t_ggrad.min);
   std::printf("gmm_ratio_of_minima=%.2f\n", t_ggrad.min / t_obj.min);
   print_phases("gmm", gp);
+  print_phases("gmm_loop", lp);
   std::printf("gmm_fd_coordinates=%d\n", checked);
   std::printf("gmm_fd_max_rel_error=%.3g\n", max_rel);
+  std::printf("gmm_loop_vs_preaccumulated_max_rel_diff=%.3g\n", loop_vs_pre);
   return 0;
 }

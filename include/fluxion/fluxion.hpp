@@ -14,6 +14,7 @@
 #include "fluxion/ad/custom.hpp"
 #include "fluxion/ad/dual.hpp"
 #include "fluxion/ad/forward.hpp"
+#include "fluxion/ad/preaccumulate.hpp"
 #include "fluxion/ad/reverse.hpp"
 #include "fluxion/ad/complex_scalar.hpp"
 #include "fluxion/ad/scalar.hpp"

@@ -11,11 +11,12 @@ namespace fx {
 namespace ad {
 
 thread_local constinit ScalarTape* active_scalar_tape = nullptr;
-thread_local constinit uint32_t active_scalar_tape_id = 0;
+thread_local constinit unsigned long long active_scalar_ids = 0;
 
 void scalar_tape_mismatch() {
   detail::fail("fx::Real: a variable from another scalar gradient (finished, or an outer one "
-               "captured by a nested gradient) was used; for higher derivatives of scalar code "
+               "captured by a nested gradient) or from a finished term of "
+               "fx::preaccumulated_sum was used; for higher derivatives of scalar code "
                "differentiate fx::Dual code in reverse (fx::hessian in scalar_derivatives.hpp) "
                "or differentiate tensors instead");
 }
@@ -34,8 +35,8 @@ constexpr uint32_t kMaxIndex = 0xFFFFFFF0u;
 }  // namespace
 
 ScalarTape::ScalarTape() {
-  stmt_cap_ = 1 << 16;
   ops_cap_ = 1 << 17;
+  stmt_cap_ = ops_cap_ + 2;
   regrow(end_store_, end_, 0, stmt_cap_);
   regrow(idx_store_, idx_, 0, ops_cap_);
   regrow(mul_store_, mul_, 0, ops_cap_);
@@ -47,16 +48,19 @@ void ScalarTape::grow(size_t ops) {
   FX_CHECK(uint64_t(n_) + 2 < kMaxIndex && uint64_t(ops_n_) + ops < kMaxIndex,
            "fx::Real: the scalar tape is full (", n_, " statements, ", ops_n_,
            " operands); differentiate smaller pieces or use tensors");
-  if (n_ + 1 >= stmt_cap_) {
-    size_t cap = std::min<size_t>(2 * stmt_cap_, kMaxIndex);
-    regrow(end_store_, end_, n_ + 1, cap);
-    stmt_cap_ = cap;
-  }
   if (ops_n_ + ops > ops_cap_) {
     size_t cap = std::min<size_t>(std::max<size_t>(2 * ops_cap_, ops_n_ + ops), kMaxIndex);
     regrow(idx_store_, idx_, ops_n_, cap);
     regrow(mul_store_, mul_, ops_n_, cap);
     ops_cap_ = cap;
+  }
+  // Restore reserve()'s invariant: more statement room than operand room (plus one for a
+  // variable). The statement stack's unused tail is never touched, so it costs address space only.
+  const size_t need = n_ + (ops_cap_ - ops_n_) + 2;
+  if (stmt_cap_ < need) {
+    FX_CHECK(need < kMaxIndex, "fx::Real: the scalar tape is full (", n_, " statements)");
+    regrow(end_store_, end_, n_ + 1, std::min<size_t>(std::max(need, 2 * stmt_cap_), kMaxIndex));
+    stmt_cap_ = std::min<size_t>(std::max(need, 2 * stmt_cap_), kMaxIndex);
   }
 }
 
@@ -75,27 +79,25 @@ void ScalarTape::clear() {
   vars_.clear();
 }
 
-const std::vector<double>& ScalarTape::adjoints(uint32_t out, double seed) {
+void ScalarTape::clean_adjoints() {
   // Invariant: between sweeps adj_ is zero except at variables of the last sweep (re-zeroed
   // here through vars_), so no pass over the whole buffer is needed.
   if (swept_) zero_variable_adjoints();
   if (adj_.size() < n_ + 1) adj_.resize(n_ + 1, 0.0);
-  swept_ = true;
-  if (out == 0) return adj_;
-#if defined(__x86_64__) && defined(__SSE2__)
-  _mm_sfence();  // order the recording's non-temporal stores before the sweep's loads
-#endif
+}
+
+void ScalarTape::sweep(uint32_t out, uint32_t stop, double seed) {
   double* w = adj_.data();
   const uint32_t* end = end_;
   const uint32_t* idx = idx_;
   const double* mul = mul_;
-  w[out] = seed;
+  w[out] += seed;
   // Statements after `out` cannot feed it. A statement's adjoint is complete when the sweep
   // reaches it; it is read, zeroed (leaving the buffer clean) and spread over its operands.
   // Variables (no operands) keep theirs. No test for a zero adjoint: on GMM the mispredicted
   // branch cost more (14 vs 11 ms) than the multiply-adds by zero it saved.
   uint32_t hi = end[out];
-  for (uint32_t k = out; k >= 1; --k) {
+  for (uint32_t k = out; k > stop; --k) {
     const uint32_t lo = end[k - 1];
     if (lo != hi) {
       const double a = w[k];
@@ -113,6 +115,12 @@ const std::vector<double>& ScalarTape::adjoints(uint32_t out, double seed) {
     hi = lo;
   }
   w[0] = 0;  // the sink constants wrote to
+}
+
+const std::vector<double>& ScalarTape::adjoints(uint32_t out, double seed) {
+  clean_adjoints();
+  swept_ = true;
+  if (out != 0) sweep(out, 0, seed);
   return adj_;
 }
 
@@ -122,7 +130,9 @@ thread_local std::vector<std::unique_ptr<ScalarTape>> spare_tapes;
 std::atomic<uint32_t> next_tape_id{0};  // global: a Real may cross threads
 }  // namespace
 
-ScalarRecording::ScalarRecording() : outer_(active_scalar_tape), outer_id_(active_scalar_tape_id) {
+ScalarRecording::ScalarRecording()
+    : outer_(active_scalar_tape), outer_id_(active_scalar_tape_id()),
+      outer_base_id_(active_scalar_base_id()) {
   if (spare_tapes.empty()) {
     tape_ = new ScalarTape();
   } else {
@@ -131,13 +141,15 @@ ScalarRecording::ScalarRecording() : outer_(active_scalar_tape), outer_id_(activ
   }
   tape_->clear();
   active_scalar_tape = tape_;
-  do active_scalar_tape_id = next_tape_id.fetch_add(1, std::memory_order_relaxed) + 1;
-  while (active_scalar_tape_id == 0);  // 0 means "none"
+  uint32_t id;
+  do id = next_tape_id.fetch_add(1, std::memory_order_relaxed) + 1;
+  while (id == 0);  // 0 means "none"
+  set_active_scalar_ids(id, id);
 }
 
 ScalarRecording::~ScalarRecording() {
   active_scalar_tape = outer_;
-  active_scalar_tape_id = outer_id_;
+  set_active_scalar_ids(outer_id_, outer_base_id_);
   spare_tapes.emplace_back(tape_);
 }
 

@@ -138,9 +138,10 @@ TEST(ScalarAD, ExpressionsOfAFinishedRecordingAreRejected) {
       [&] { (void)fx::gradient([&](auto x) { return x * stale; }, 1.0); }, {"fx::Real"}));
 }
 
-TEST(ScalarAD, LongTapesGrowAndStreamCorrectly) {
-  // Past a million operands the tape is written with streaming stores; the gradient must not
-  // notice. Σ_i x_i² over 400k variables: three operands a statement.
+TEST(ScalarAD, LongTapesGrowCorrectly) {
+  // The tape grows many times (statement and operand stacks separately, keeping more room for
+  // statements than for operands); the gradient must not notice. Σ_i x_i² over 400k variables:
+  // three operands a statement, after 400k variables without operands.
   std::vector<double> x(400000);
   for (size_t i = 0; i < x.size(); ++i) x[i] = 1e-3 * double(i % 977);
   auto f = [](const auto& v) {

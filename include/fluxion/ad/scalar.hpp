@@ -26,7 +26,6 @@
 #include <cmath>
 #include <concepts>
 #include <cstdint>
-#include <cstring>
 #include <iosfwd>
 #include <memory>
 #include <type_traits>
@@ -34,9 +33,6 @@
 
 #include "fluxion/core/error.hpp"
 
-#if defined(__x86_64__) && defined(__SSE2__)
-#include <emmintrin.h>
-#endif
 
 namespace fx {
 
@@ -53,12 +49,14 @@ namespace ad {
 struct ScalarTape {
   ScalarTape();
   void clear();
-  // Room for one more statement with `ops` operands.
+  // Room for one more statement with `ops` >= 1 operands. One test: the tape keeps more room
+  // for statements than for operands (stmt_cap_ - n_ > ops_cap_ - ops_n_), so a statement whose
+  // operands fit fits too, and recording one (1 statement, >= 1 operand) keeps that so.
   void reserve(size_t ops) {
-    if (n_ + 1 >= stmt_cap_ || ops_n_ + ops > ops_cap_) [[unlikely]] grow(ops);
+    if (ops_n_ + ops > ops_cap_) [[unlikely]] grow(ops);
   }
-  uint32_t variable() {
-    reserve(0);
+  uint32_t variable() {  // a statement without operands: the one that can use up statement room
+    if (stmt_cap_ - n_ <= ops_cap_ - ops_n_ + 1) [[unlikely]] grow(0);
     end_[++n_] = uint32_t(ops_n_);
     vars_.push_back(uint32_t(n_));
     return uint32_t(n_);
@@ -70,6 +68,18 @@ struct ScalarTape {
   // them as it goes, which leaves the buffer clean for the next sweep without a memset over it.
   // The buffer belongs to the tape (reused, so large tapes do not page-fault anew).
   const std::vector<double>& adjoints(uint32_t out, double seed = 1.0);
+
+  // Pieces of a sweep, for preaccumulation (preaccumulate.hpp). clean_adjoints() sizes adj_ to
+  // the tape with every entry zero; sweep() then adds statement `out`'s contribution (seed) to
+  // everything statements (stop, out] depend on, leaving those statements' own adjoints zero and
+  // the sums in entries <= stop; truncate() drops every statement after `statements`.
+  void clean_adjoints();
+  void sweep(uint32_t out, uint32_t stop, double seed);
+  void truncate(size_t statements, size_t operands) {
+    n_ = statements;
+    ops_n_ = operands;
+    if (stmt_cap_ - n_ <= ops_cap_ - ops_n_) [[unlikely]] grow(0);
+  }
 
   [[gnu::noinline]] void grow(size_t ops);  // off the hot path
   void zero_variable_adjoints();
@@ -85,12 +95,25 @@ struct ScalarTape {
   std::vector<uint32_t> vars_;  // variable indices: the only adjoints a sweep leaves behind
   std::vector<double> adj_;
   bool swept_ = false;          // adj_ holds variable adjoints of a sweep
+  bool summing_ = false;        // a preaccumulated sum is running (preaccumulate.hpp)
 };
 
 // The tape of the innermost scalar gradient running on this thread (null when none), and its id.
 // constinit: no thread-local initialisation check on every operation.
 extern thread_local constinit ScalarTape* active_scalar_tape;
-extern thread_local constinit uint32_t active_scalar_tape_id;
+// The ids of the active recording, packed: the low half names the recording whose Reals are being
+// made (0: none); the high half is the same id, except inside a term of fx::preaccumulated_sum
+// (preaccumulate.hpp): there the term's Reals get an id of their own (its statements are dropped
+// when the term ends, so a Real that escapes a term must not be used), and the high half keeps
+// the id of the recording's Reals made before the sum, which the term may use. One 64-bit
+// variable of a type no tape field has (unsigned long long, not size_t): one load per
+// expression, as no store of the tape can alias it.
+extern thread_local constinit unsigned long long active_scalar_ids;
+inline uint32_t active_scalar_tape_id() { return uint32_t(active_scalar_ids); }
+inline uint32_t active_scalar_base_id() { return uint32_t(active_scalar_ids >> 32); }
+inline void set_active_scalar_ids(uint32_t id, uint32_t base) {
+  active_scalar_ids = (unsigned long long)id | (unsigned long long)base << 32;
+}
 // Out of line and cold, so the message-building code does not keep Real's operators from
 // inlining.
 [[noreturn, gnu::cold, gnu::noinline]] void scalar_tape_mismatch();
@@ -127,7 +150,7 @@ class Real {
  public:
   Real() = default;
   Real(double v) : v_(v) {}  // NOLINT: constants convert implicitly, as doubles do
-  Real(double v, uint32_t index) : v_(v), i_(index), tape_(index ? ad::active_scalar_tape_id : 0) {}
+  Real(double v, uint32_t index) : v_(v), i_(index), tape_(index ? ad::active_scalar_tape_id() : 0) {}
   // Records the expression as one statement (a constant when no operand is recorded).
   template <class E>
     requires ad::is_expr_node_v<E>
@@ -152,7 +175,8 @@ class Real {
   Real& operator/=(const E& o);
 
   void check_same_tape() const {
-    if (tape_ != ad::active_scalar_tape_id) [[unlikely]] ad::scalar_tape_mismatch();
+    if (tape_ != ad::active_scalar_tape_id() && tape_ != ad::active_scalar_base_id()) [[unlikely]]
+      ad::scalar_tape_mismatch();
   }
 
  private:
@@ -163,28 +187,34 @@ class Real {
 
 namespace ad {
 
-// An expression of Reals, not yet recorded: its value and, per operand, the index, recording id
-// and partial derivative. The type depends only on the operand count N (not on the expression's
-// shape), and a shorter expression or a number converts to a longer one (padding with constant
-// slots), so `c ? x * y : exp(x)` and `c ? x * y : 0.0` have a type, as in double code.
-// Operands are copied in, never referenced: `auto t = a * b;` stays valid and keeps a's and b's
-// values at the time it was made.
+// An expression of Reals, not yet recorded: its value and, per operand, the index and partial
+// derivative. The type depends only on the operand count N (not on the expression's shape), and
+// a shorter expression or a number converts to a longer one (padding with constant slots), so
+// `c ? x * y : exp(x)` and `c ? x * y : 0.0` have a type, as in double code. Operands are copied
+// in, never referenced: `auto t = a * b;` stays valid and keeps a's and b's values at the time it
+// was made.
+//
+// Each Real operand is checked against the recording when it joins (`bad`), and the expression
+// remembers the recording's ids at the time (`ids`, as in active_scalar_ids): recording it, or
+// joining it to another expression, under other ids is an error. One flag and the ids instead of
+// an id per operand keep the check off the copies every node makes.
 template <int N, class>
 struct Expr {
   double v;
   uint32_t idx[N];
-  uint32_t tape[N];
   double mul[N];
+  unsigned long long ids;
+  uint32_t bad;
 
   struct Uninit {};
-  explicit Expr(Uninit) {}
+  explicit Expr(Uninit) : ids(active_scalar_ids), bad(0) {}
   template <class S>
     requires std::is_arithmetic_v<S>
-  Expr(S s) : v(double(s)), idx{}, tape{}, mul{} {}  // NOLINT: a constant
+  Expr(S s) : v(double(s)), idx{}, mul{}, ids(active_scalar_ids), bad(0) {}  // NOLINT: a constant
   template <int M>
     requires(M < N)
-  Expr(const Expr<M>& o) : v(o.v), idx{}, tape{}, mul{} {  // NOLINT: padded
-    for (int k = 0; k < M; ++k) idx[k] = o.idx[k], tape[k] = o.tape[k], mul[k] = o.mul[k];
+  Expr(const Expr<M>& o) : v(o.v), idx{}, mul{}, ids(o.ids), bad(o.bad) {  // NOLINT: padded
+    for (int k = 0; k < M; ++k) idx[k] = o.idx[k], mul[k] = o.mul[k];
   }
 
   double value() const { return v; }
@@ -196,41 +226,35 @@ constexpr int operands_v = 1;
 template <int N>
 constexpr int operands_v<Expr<N>> = N;
 
+// 1 when a value made under recording id `t` may not join an expression made under `ids` (as in
+// active_scalar_ids): only the same recording, or (inside a term of a preaccumulated sum) the
+// recording the sum runs on, may.
+inline uint32_t foreign_id(uint32_t t, unsigned long long ids) {
+  return uint32_t(t != uint32_t(ids)) & uint32_t(t != uint32_t(ids >> 32));
+}
+// The same for a Real operand; constants (id 0) join anything.
+inline uint32_t foreign(const Real& x, unsigned long long ids) {
+  return foreign_id(x.tape_id(), ids) & uint32_t(x.tape_id() != 0);
+}
+
 // One operand slot from a Real (partial m) or the slots of an expression (scaled by m).
 template <int K, int N>
 void put(Expr<N>& out, const Real& x, double m) {
   out.idx[K] = x.index();
-  out.tape[K] = x.tape_id();
   out.mul[K] = m;
+  out.bad |= foreign(x, out.ids);
 }
 template <int K, int N, int M>
 void put(Expr<N>& out, const Expr<M>& x, double m) {
   for (int k = 0; k < M; ++k) {
     out.idx[K + k] = x.idx[k];
-    out.tape[K + k] = x.tape[k];
     out.mul[K + k] = m * x.mul[k];
   }
+  out.bad |= x.bad | foreign_id(uint32_t(x.ids), out.ids);
 }
 
 template <class E>
 using node_t = std::remove_cvref_t<E>;
-
-// Past this many operands the tape no longer fits in cache before the sweep reads it back, and
-// writing it with non-temporal stores saves the read-for-ownership of every line: the recording
-// of ADBench's GMM (5M operands) took 30% less time. Smaller tapes use ordinary stores, so the
-// sweep finds them in cache.
-inline constexpr size_t kScalarStreamFrom = size_t(1) << 20;
-inline void stream_operand(uint32_t* ip, double* mp, uint32_t i, double m) {
-#if defined(__x86_64__) && defined(__SSE2__)
-  long long bits;
-  std::memcpy(&bits, &m, sizeof bits);
-  _mm_stream_si32(reinterpret_cast<int*>(ip), int(i));
-  _mm_stream_si64(reinterpret_cast<long long*>(mp), bits);
-#else
-  *ip = i;
-  *mp = m;
-#endif
-}
 
 // y = f(a) with dy/da = d.
 template <class A>
@@ -258,34 +282,29 @@ template <class E>
   requires ad::is_expr_node_v<E>
 inline Real::Real(const E& e) : v_(e.v) {
   constexpr int n = ad::operands_v<E>;
-  // A Real of another recording (its id is not the active one) is flagged without a branch per
-  // operand; a constant operand (index 0) writes the sink.
-  const uint32_t id = ad::active_scalar_tape_id;
-  uint32_t bad = 0, any = 0;
-  for (int k = 0; k < n; ++k) {
-    bad |= uint32_t(e.tape[k] != id) & uint32_t(e.idx[k] != 0);
-    any |= e.idx[k];
-  }
-  if (bad) [[unlikely]] ad::scalar_tape_mismatch();
+  // Operands of another recording were flagged as they joined; an expression made under another
+  // recording is caught here. A constant operand (index 0) writes the sink.
+  const unsigned long long ids = ad::active_scalar_ids;
+  uint32_t any = 0;
+  for (int k = 0; k < n; ++k) any |= e.idx[k];
+  if (e.bad | ad::foreign_id(uint32_t(e.ids), ids)) [[unlikely]] ad::scalar_tape_mismatch();
   if (!any) return;  // every operand a constant (or no recording): so is the result
   ad::ScalarTape* tape = ad::active_scalar_tape;
   tape->reserve(n);
   uint32_t* ip = tape->idx_ + tape->ops_n_;
   double* mp = tape->mul_ + tape->ops_n_;
-  if (tape->ops_n_ < ad::kScalarStreamFrom) {
-    for (int k = 0; k < n; ++k) {
-      ip[k] = e.idx[k];
-      mp[k] = e.mul[k];
-    }
-  } else {
-    for (int k = 0; k < n; ++k) ad::stream_operand(ip + k, mp + k, e.idx[k], e.mul[k]);
+  // Plain stores: non-temporal ones (tried for tapes past the cache) are opaque to the compiler,
+  // which then reloads the tape's fields and the caller's vectors after every statement.
+  for (int k = 0; k < n; ++k) {
+    ip[k] = e.idx[k];
+    mp[k] = e.mul[k];
   }
   const size_t ops = tape->ops_n_ + n, k = tape->n_ + 1;
   tape->ops_n_ = ops;
   tape->n_ = k;
   tape->end_[k] = uint32_t(ops);
   i_ = uint32_t(k);
-  tape_ = id;
+  tape_ = uint32_t(ids);
 }
 
 // ---- arithmetic: Real or expression with Real or expression or number.
@@ -557,7 +576,7 @@ class ScalarRecording {
  private:
   ScalarTape* tape_;
   ScalarTape* outer_;
-  uint32_t outer_id_;
+  uint32_t outer_id_, outer_base_id_;
 };
 
 }  // namespace ad
