@@ -61,13 +61,8 @@ int threads_for(int64_t work) { return work >= kParallelMin ? omp_get_max_thread
 // Only for kernels whose runs write disjoint memory.
 template <int K, class Row>
 void parallel_range(const Layout<K>& L, int64_t total, const Row& row) {
-  const int threads = threads_for(total);
-  if (threads <= 1) return for_range(L, 0, total, row);
-#pragma omp parallel num_threads(threads)
-  {
-    const int t = omp_get_thread_num(), n = omp_get_num_threads();
-    for_range(L, total * t / n, total * (t + 1) / n, row);
-  }
+  split_range(total, threads_for(total),
+              [&](int64_t lo, int64_t hi) { for_range(L, lo, hi, row); });
 }
 
 template <class T>
@@ -338,13 +333,9 @@ bool pad_slice(const KernelCall& c) {
     T* op = out.data<T>();
     const int64_t n = out.numel();
     if (n == 0) return;
-    const int threads = threads_for(n);
-#pragma omp parallel num_threads(threads) if (threads > 1)
-    {
-      const int t = omp_get_thread_num(), nt = omp_get_num_threads();
-      const int64_t lo = n * t / nt, hi = n * (t + 1) / nt;
+    split_range(n, threads_for(n), [&](int64_t lo, int64_t hi) {
       std::memset(static_cast<void*>(op + lo), 0, size_t(hi - lo) * sizeof(T));
-    }
+    });
     write_slice<T>(out, c.in[0], int(c.params.i[0]), c.params.i[1], c.params.i[2]);
   });
   return true;
@@ -402,20 +393,16 @@ bool concat(const KernelCall& c) {
     const int64_t tiles = (outer + tile - 1) / tile;
     const int threads = threads_for(total);
     if (tiles >= threads) {
-#pragma omp parallel for schedule(static) num_threads(threads) if (threads > 1)
-      for (int64_t t = 0; t < tiles; ++t) {
-        const int64_t o0 = t * tile, o1 = std::min(outer, o0 + tile);
-        for (const Piece& p : pieces) copy_rows(p, o0 * p.per_row, o1 * p.per_row);
-      }
+      split_range(tiles, threads, [&](int64_t t0, int64_t t1) {
+        for (int64_t t = t0; t < t1; ++t) {
+          const int64_t o0 = t * tile, o1 = std::min(outer, o0 + tile);
+          for (const Piece& p : pieces) copy_rows(p, o0 * p.per_row, o1 * p.per_row);
+        }
+      });
     } else {  // few, long rows (concat along axis 0): split each piece's elements instead
       for (const Piece& p : pieces) {
         const int64_t n = p.x->numel();
-        const int th = threads_for(n);
-#pragma omp parallel num_threads(th) if (th > 1)
-        {
-          const int t = omp_get_thread_num(), nt = omp_get_num_threads();
-          copy_rows(p, n * t / nt, n * (t + 1) / nt);
-        }
+        split_range(n, threads_for(n), [&](int64_t e0, int64_t e1) { copy_rows(p, e0, e1); });
       }
     }
   });

@@ -12,6 +12,20 @@ namespace fx::backend::cpu {
 
 inline constexpr int64_t kParallelMin = 1 << 15;  // elements below which threads cost more
 
+// body(lo, hi) over [0, n): called once on this thread when `threads` <= 1, else on equal parts
+// across an OpenMP team. Kernels branch here rather than write `#pragma omp parallel if (...)`:
+// libgomp starts and ends a team of one for a false if-clause, a futex syscall per call, which
+// was most of the per-op cost of small reductions and slices (LSTM overhead benchmark).
+template <class Body>
+void split_range(int64_t n, int threads, const Body& body) {
+  if (threads <= 1 || n < 2) return body(int64_t(0), n);
+#pragma omp parallel num_threads(threads)
+  {
+    const int64_t t = omp_get_thread_num(), nt = omp_get_num_threads();
+    body(n * t / nt, n * (t + 1) / nt);
+  }
+}
+
 template <int K>
 struct Layout {
   int nd = 0;

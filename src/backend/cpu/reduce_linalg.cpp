@@ -58,24 +58,27 @@ bool sum(const KernelCall& c) {
     using Acc = std::conditional_t<is_complex_v<T>, std::complex<double>, double>;
     const T* xp = x.data<T>();
     T* op = c.out.data<T>();
+    const int threads = outer * red * inner >= kParallelMin ? omp_get_max_threads() : 1;
     if (inner == 1) {  // out[o] = sum of a contiguous block
-#pragma omp parallel for if (outer * red >= kParallelMin)
-      for (int64_t o = 0; o < outer; ++o) {
-        Acc acc = 0;
-        const T* p = xp + o * red;
-        for (int64_t j = 0; j < red; ++j) acc += Acc(p[j]);
-        op[o] = T(acc);
-      }
-    } else {  // out[o][j] = sum over rows r: accumulate row by row (unit stride)
-#pragma omp parallel for if (outer > 1 && outer * red * inner >= kParallelMin)
-      for (int64_t o = 0; o < outer; ++o) {
-        T* out = op + o * inner;
-        std::fill_n(out, inner, T(0));
-        for (int64_t row = 0; row < red; ++row) {
-          const T* p = xp + (o * red + row) * inner;
-          for (int64_t j = 0; j < inner; ++j) out[j] += p[j];
+      split_range(outer, threads, [&](int64_t o0, int64_t o1) {
+        for (int64_t o = o0; o < o1; ++o) {
+          Acc acc = 0;
+          const T* p = xp + o * red;
+          for (int64_t j = 0; j < red; ++j) acc += Acc(p[j]);
+          op[o] = T(acc);
         }
-      }
+      });
+    } else {  // out[o][j] = sum over rows r: accumulate row by row (unit stride)
+      split_range(outer, threads, [&](int64_t o0, int64_t o1) {
+        for (int64_t o = o0; o < o1; ++o) {
+          T* out = op + o * inner;
+          std::fill_n(out, inner, T(0));
+          for (int64_t row = 0; row < red; ++row) {
+            const T* p = xp + (o * red + row) * inner;
+            for (int64_t j = 0; j < inner; ++j) out[j] += p[j];
+          }
+        }
+      });
     }
   };
   return floating_or_complex(x.dtype(), run);
@@ -92,22 +95,24 @@ bool extremum(const KernelCall& c) {
     auto pick = [](T acc, T v) { return ((Max ? v > acc : v < acc) || v != v) ? v : acc; };
     const T* xp = x.data<T>();
     T* op = c.out.data<T>();
-#pragma omp parallel for if (outer * red * inner >= kParallelMin)
-    for (int64_t o = 0; o < outer; ++o) {
-      const T* block = xp + o * red * inner;
-      if (inner == 1) {
-        T acc = block[0];
-        for (int64_t j = 1; j < red; ++j) acc = pick(acc, block[j]);
-        op[o] = acc;
-      } else {
-        T* out = op + o * inner;
-        std::memcpy(out, block, size_t(inner) * sizeof(T));
-        for (int64_t row = 1; row < red; ++row) {
-          const T* p = block + row * inner;
-          for (int64_t j = 0; j < inner; ++j) out[j] = pick(out[j], p[j]);
+    const int threads = outer * red * inner >= kParallelMin ? omp_get_max_threads() : 1;
+    split_range(outer, threads, [&](int64_t o0, int64_t o1) {
+      for (int64_t o = o0; o < o1; ++o) {
+        const T* block = xp + o * red * inner;
+        if (inner == 1) {
+          T acc = block[0];
+          for (int64_t j = 1; j < red; ++j) acc = pick(acc, block[j]);
+          op[o] = acc;
+        } else {
+          T* out = op + o * inner;
+          std::memcpy(out, block, size_t(inner) * sizeof(T));
+          for (int64_t row = 1; row < red; ++row) {
+            const T* p = block + row * inner;
+            for (int64_t j = 0; j < inner; ++j) out[j] = pick(out[j], p[j]);
+          }
         }
       }
-    }
+    });
   };
   if (x.dtype() == f32) run.template operator()<float>();
   else run.template operator()<double>();
