@@ -11,8 +11,10 @@
 //   lstm_layers1_fluxion_ns_per_op=...  lstm_layers1_libtorch_ns_per_op=...
 //   lstm_overhead_ratio_layers1=...     (fluxion / libtorch per-op overhead: below 1 is better)
 //
-// Both libraries are measured alternately at each batch size, so machine noise lands on both.
-// Each point is the median of --reps repetitions of --inner gradient calls (divided by --inner).
+// Both libraries are measured alternately at each batch size, and each repetition sweeps every
+// layer count and batch size, so noise on the machine lands on all points alike (the per-op
+// figures are compared with each other). Each point is the median over --reps repetitions of
+// --inner gradient calls (divided by --inner), after one warm-up repetition.
 #include <omp.h>
 
 #include <algorithm>
@@ -53,17 +55,11 @@ double median(std::vector<double> v) {
   return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
 }
 
-// Seconds per call of fn: the median over `reps` timings of `inner` calls.
-double time_call(const std::function<void()>& fn, const Opts& o) {
-  for (int i = 0; i < o.inner; ++i) fn();  // warm caches, pools and allocators
-  std::vector<double> t;
-  for (int r = 0; r < o.reps; ++r) {
-    auto t0 = std::chrono::steady_clock::now();
-    for (int i = 0; i < o.inner; ++i) fn();
-    t.push_back(std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count() /
-                o.inner);
-  }
-  return median(t);
+// Seconds per call of fn over `inner` calls.
+double time_calls(const std::function<void()>& fn, int inner) {
+  auto t0 = std::chrono::steady_clock::now();
+  for (int i = 0; i < inner; ++i) fn();
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count() / inner;
 }
 
 // Least squares y = a + b x.
@@ -229,28 +225,41 @@ int main(int argc, char** argv) {
   };
   std::vector<Row> rows;
   bool grads_ok = true;
-  for (int nl = 1; nl <= 3; ++nl) {
-    FxModel fm = fx_model(nl);
-    std::vector<double> bs, tf, tt;
-    uint64_t fx_ops = 0, t_ops = 0, t_leaves = 0;
+  // One case per (layers, batch): the input, and the two libraries' gradient calls.
+  struct Case {
+    int layers, batch;
+    std::function<void()> fx_call, torch_call;
+    std::vector<double> fx_t, torch_t;
+  };
+  std::vector<Case> cases;
+  std::vector<FxModel> fms;
+  std::vector<uint64_t> fx_ops(4), t_ops(4), t_leaves(4);
 #ifdef FLUXION_HAVE_TORCH
-    TorchModel tm = torch_model(nl);
+  std::vector<TorchModel> tms;
 #endif
+  for (int nl = 1; nl <= 3; ++nl) {
+    fms.push_back(fx_model(nl));
+#ifdef FLUXION_HAVE_TORCH
+    tms.push_back(torch_model(nl));
+#endif
+  }
+  for (int nl = 1; nl <= 3; ++nl) {
+    const FxModel& fm = fms[nl - 1];
     for (int b = 1; b <= kMaxBatch; ++b) {
       std::vector<double> xv = init_values(b * kWidth, 7 + b);
       fx::Tensor x = fx::from_vector(xv, {b, kWidth});
       if (b == 1) {
         fx::ad::reset_tape_stats();
         (void)fx::gradient(fx_loss, fm, x);
-        fx_ops = fx::ad::tape_stats().nodes_recorded;
+        fx_ops[nl] = fx::ad::tape_stats().nodes_recorded;
       }
-      bs.push_back(b);
-      tf.push_back(time_call([&] { (void)fx::gradient(fx_loss, fm, x); }, o));
+      Case c{nl, b, [&fm, x] { (void)fx::gradient(fx_loss, fm, x); }, {}, {}, {}};
 #ifdef FLUXION_HAVE_TORCH
+      TorchModel& tm = tms[nl - 1];
       torch::Tensor tx = torch::tensor(xv, torch::kFloat32).reshape({b, kWidth}).requires_grad_(true);
       if (b == 1) {
         torch::Tensor y = torch_loss(tm, tx);
-        torch_graph_nodes(y, t_ops, t_leaves);
+        torch_graph_nodes(y, t_ops[nl], t_leaves[nl]);
         // Agreement of the input gradient (f32, so a loose tolerance).
         y.backward();
         auto [gm, gx] = fx::gradient(fx_loss, fm, x);
@@ -262,27 +271,47 @@ int main(int argc, char** argv) {
         for (auto& l : tm.layers)
           for (auto& p : l) p.mutable_grad().reset();
       }
-      tt.push_back(time_call([&] { torch_grad(tm, tx); }, o));
+      c.torch_call = [&tm, tx]() mutable { torch_grad(tm, tx); };
 #endif
+      cases.push_back(std::move(c));
+    }
+  }
+  for (int r = 0; r <= o.reps; ++r) {  // repetition 0 warms caches, pools and allocators
+    for (Case& c : cases) {
+      double tf = time_calls(c.fx_call, o.inner);
+      if (r > 0) c.fx_t.push_back(tf);
+      if (c.torch_call) {
+        double tt = time_calls(c.torch_call, o.inner);
+        if (r > 0) c.torch_t.push_back(tt);
+      }
+    }
+  }
+  for (int nl = 1; nl <= 3; ++nl) {
+    std::vector<double> bs, tf, tt;
+    for (const Case& c : cases) {
+      if (c.layers != nl) continue;
+      bs.push_back(c.batch);
+      tf.push_back(median(c.fx_t));
+      if (!c.torch_t.empty()) tt.push_back(median(c.torch_t));
     }
     Row r{nl, 0, 0, NAN, NAN, 0, 0};
     double a, s;
     fit(bs, tf, a, s);
     r.fx_over = a;
-    r.fx_ops = fx_ops;
-    r.fx_ns = a * 1e9 / double(fx_ops);
+    r.fx_ops = fx_ops[nl];
+    r.fx_ns = a * 1e9 / double(fx_ops[nl]);
     for (size_t i = 0; i < bs.size(); ++i)
-      csv << "point,fluxion," << nl << ',' << bs[i] << ',' << tf[i] << ",,," << fx_ops << '\n';
-    csv << "fit,fluxion," << nl << ",,," << a << ',' << s << ',' << fx_ops << '\n';
+      csv << "point,fluxion," << nl << ',' << bs[i] << ',' << tf[i] << ",,," << fx_ops[nl] << '\n';
+    csv << "fit,fluxion," << nl << ",,," << a << ',' << s << ',' << fx_ops[nl] << '\n';
 #ifdef FLUXION_HAVE_TORCH
     fit(bs, tt, a, s);
     r.t_over = a;
-    r.t_ops = t_ops;
-    r.t_ns = a * 1e9 / double(t_ops);
+    r.t_ops = t_ops[nl];
+    r.t_ns = a * 1e9 / double(t_ops[nl]);
     for (size_t i = 0; i < bs.size(); ++i)
-      csv << "point,libtorch," << nl << ',' << bs[i] << ',' << tt[i] << ",,," << t_ops << '\n';
-    csv << "fit,libtorch," << nl << ",,," << a << ',' << s << ',' << t_ops << '\n';
-    std::printf("lstm_layers%d_libtorch_autograd_leaves=%llu\n", nl, (unsigned long long)t_leaves);
+      csv << "point,libtorch," << nl << ',' << bs[i] << ',' << tt[i] << ",,," << t_ops[nl] << '\n';
+    csv << "fit,libtorch," << nl << ",,," << a << ',' << s << ',' << t_ops[nl] << '\n';
+    std::printf("lstm_layers%d_libtorch_autograd_leaves=%llu\n", nl, (unsigned long long)t_leaves[nl]);
 #endif
     rows.push_back(r);
   }
