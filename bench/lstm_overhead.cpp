@@ -22,6 +22,7 @@
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
+#include <filesystem>
 #include <fstream>
 #include <functional>
 #include <string>
@@ -46,7 +47,7 @@ constexpr int kMaxBatch = 8;
 struct Opts {
   int reps = 15;
   int inner = 20;
-  std::string csv = "lstm_overhead.csv";
+  std::string csv = "build/bench/lstm_overhead.csv";
 };
 
 double median(std::vector<double> v) {
@@ -216,6 +217,8 @@ int main(int argc, char** argv) {
 #ifdef FLUXION_HAVE_TORCH
   torch::set_num_threads(1);
 #endif
+  if (auto dir = std::filesystem::path(o.csv).parent_path(); !dir.empty())
+    std::filesystem::create_directories(dir);
   std::ofstream csv(o.csv);
   csv << "kind,lib,layers,batch,seconds,intercept,slope,ops\n";
   struct Row {
