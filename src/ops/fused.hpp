@@ -14,6 +14,7 @@
 namespace fx {
 
 extern Primitive tanh_backward_p;     // (dy, y) -> dy * (1 - y^2), y = tanh(x)
+extern Primitive square_backward_p;   // (dy, x) -> dy * (2 x), for y = x^2 (reads x, not y)
 extern Primitive sigmoid_backward_p;  // (dy, y) -> dy * (y * (1 - y)), y = sigmoid(x)
 
 // Sets dx = p(dy, y) and returns true when no differentiation is recording, dy and y are f32 or

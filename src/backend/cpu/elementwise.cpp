@@ -171,6 +171,7 @@ void register_elementwise() {
   register_kernel(sigmoid_p, dev, r, unary<math::Sigmoid>);
   register_kernel(relu_p, dev, r, unary<math::Relu>);
   register_kernel(sqrt_p, dev, r, unary<math::Sqrt>);
+  register_kernel(square_p, dev, r, unary<math::Square>);
   register_kernel(abs_p, dev, r, unary<math::Abs>);
   register_kernel(sign_p, dev, r, unary<math::Sign>);
   register_kernel(add_scalar_p, dev, r, unary<math::AddScalar>);
@@ -193,6 +194,7 @@ void register_elementwise() {
   register_kernel(astype_p, dev, r, convert);
   register_kernel(copy_p, dev, r, convert);
   register_kernel(tanh_backward_p, dev, r, binary<math::TanhBackward>);
+  register_kernel(square_backward_p, dev, r, binary<math::SquareBackward>);
   register_kernel(sigmoid_backward_p, dev, r, binary<math::SigmoidBackward>);
 }
 
