@@ -13,6 +13,7 @@
 #include "backend/backends.hpp"
 #include "backend/cpu/loops.hpp"
 #include "backend/cpu/vector_math.hpp"
+#include "ops/fused.hpp"
 
 namespace fx::backend::cpu {
 namespace {
@@ -227,6 +228,35 @@ bool logsumexp(const KernelCall& c) {
   return true;
 }
 
+// (dy, x, y) -> dy * exp(x - y) (ops/fused.hpp): logsumexp's pullback in one pass, the
+// exponentials through the SIMD polynomials a chunk of a row at a time.
+bool logsumexp_backward(const KernelCall& c) {
+  const Tensor &dy = c.in[0], &x = c.in[1], &y = c.in[2];
+  if (!is_floating(x.dtype())) return false;
+  auto run = [&]<class T>() {
+    const T *dp = dy.data<T>(), *xp = x.data<T>(), *yp = y.data<T>();
+    T* o = c.out.data<T>();
+    run_rows<4>(layout_of<4>(c.out, {&dy, &x, &y}),
+                [&](const int64_t* off, int64_t n, const int64_t* st) {
+                  constexpr int64_t kChunk = 256;
+                  T t[kChunk];
+                  for (int64_t j0 = 0; j0 < n; j0 += kChunk) {
+                    const int64_t len = std::min(kChunk, n - j0);
+                    const T* xr = xp + off[2] + j0 * st[2];
+                    const T* yr = yp + off[3] + j0 * st[3];
+                    for (int64_t j = 0; j < len; ++j) t[j] = xr[j * st[2]] - yr[j * st[3]];
+                    vector_map(VecFn::exp, t, t, len);
+                    const T* dr = dp + off[1] + j0 * st[1];
+                    T* orow = o + off[0] + j0 * st[0];
+                    for (int64_t j = 0; j < len; ++j) orow[j * st[0]] = dr[j * st[1]] * t[j];
+                  }
+                });
+  };
+  if (x.dtype() == f32) run.template operator()<float>();
+  else run.template operator()<double>();
+  return true;
+}
+
 // A matrix operand as BLAS sees it: transposed or not, with a leading dimension.
 struct BlasMatrix {
   bool trans;
@@ -359,6 +389,7 @@ void register_reduce_linalg() {
   register_kernel(max_p, Device::cpu, kCpuRank, extremum<true>);
   register_kernel(min_p, Device::cpu, kCpuRank, extremum<false>);
   register_kernel(logsumexp_p, Device::cpu, kCpuRank, logsumexp);
+  register_kernel(logsumexp_backward_p, Device::cpu, kCpuRank, logsumexp_backward);
   register_kernel(matmul_p, Device::cpu, kCpuRank, matmul);
 }
 

@@ -1,7 +1,9 @@
 // Reference reductions: for each output element, a plain loop over the reduced elements.
 #include <cmath>
+#include <type_traits>
 
 #include "backend/backends.hpp"
+#include "ops/fused.hpp"
 
 namespace fx::backend {
 namespace {
@@ -116,6 +118,21 @@ bool logsumexp(const KernelCall& c) {
   return true;
 }
 
+// (dy, x, y) -> dy * exp(x - y): logsumexp's fused pullback (ops/fused.hpp).
+bool logsumexp_backward(const KernelCall& c) {
+  const Tensor &dy = c.in[0], &x = c.in[1], &y = c.in[2];
+  if (!is_floating(x.dtype())) return false;
+  visit_dtype(x.dtype(), [&]<class T>() {
+    if constexpr (std::is_floating_point_v<T>) {
+      const T *dp = dy.data<T>(), *xp = x.data<T>(), *yp = y.data<T>();
+      T* op = c.out.data<T>();
+      for (int64_t i = 0, n = c.out.numel(); i < n; ++i)
+        op[i] = dp[offset_of(i, dy)] * T(std::exp(xp[offset_of(i, x)] - yp[offset_of(i, y)]));
+    }
+  });
+  return true;
+}
+
 template <bool Max>
 bool arg_reduce(const KernelCall& c) {
   const Tensor& x = c.in[0];
@@ -152,6 +169,7 @@ void register_reference_reduce() {
   register_kernel(max_p, cpu, r, reduce<MaxAcc>);
   register_kernel(min_p, cpu, r, reduce<MinAcc>);
   register_kernel(logsumexp_p, cpu, r, logsumexp);
+  register_kernel(logsumexp_backward_p, cpu, r, logsumexp_backward);
   register_kernel(argmax_p, cpu, r, arg_reduce<true>);
   register_kernel(argmin_p, cpu, r, arg_reduce<false>);
 }
