@@ -76,6 +76,10 @@ std::vector<Row> elementwise_rows() {
       {"sub_short_rows", bin(fx::sub),
        {.cases = pairs({{{6, 40, 2}, {6, 1, 2}}, {{40, 3}, {5, 1, 3}}, {{9, 1}, {7, 9, 4}}}),
         .dtypes = kNumeric}},
+      // Rows of 5 to 15 broadcast elements: the tuned loops run a column of rows per call.
+      {"mul_short_rows", bin(fx::mul),
+       {.cases = pairs({{{6, 40, 10}, {6, 40, 1}}, {{6, 40, 1}, {6, 40, 10}}, {{40, 7}, {5, 1, 7}}}),
+        .dtypes = kNumeric}},
       {"div", bin(fx::div), {.cases = bs, .ranges = {{-2, 2}, {0.5, 2}}}},
       {"div_negative_divisor", bin(fx::div),
        {.cases = pairs({{{6, 5}, {6, 5}}}), .ranges = {{-2, 2}, {-2, -0.5}}}},

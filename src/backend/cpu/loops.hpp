@@ -165,6 +165,27 @@ void prefer_long_rows(Layout<K>& L) {
   for (int k = 0; k < K; ++k) std::swap(L.st[k][best], L.st[k][last]);
 }
 
+// Short rows that prefer_long_rows left in place (5 to 15 elements): when the output's row is
+// unit-stride and each input's is unit-stride or broadcast (stride 0, but not both), runs
+// column(off, rows, row_strides, w, inner_strides) over the second-innermost dimension, the
+// row loop inside, and returns true; otherwise returns false and does nothing.
+template <class Column>
+bool fold_short_rows(const Layout<3>& L, Column&& column) {
+  constexpr int64_t kFoldBelow = 16;
+  const int last = L.nd - 1;
+  if (last < 1 || L.shape[last] >= kFoldBelow || L.st[0][last] != 1) return false;
+  const int64_t s1 = L.st[1][last], s2 = L.st[2][last];
+  if ((s1 != 1 && s1 != 0) || (s2 != 1 && s2 != 0) || (s1 == 0 && s2 == 0)) return false;
+  Layout<3> outer = L;
+  outer.nd = last;  // rows of the folded layout run along the second-innermost dimension
+  const int64_t w = L.shape[last];
+  const int64_t inner_st[3] = {1, s1, s2};
+  run_rows<3>(outer, [&](const int64_t* off, int64_t rows, const int64_t* rs) {
+    column(off, rows, rs, w, inner_st);
+  });
+  return true;
+}
+
 // The iteration layout of an elementwise kernel: out and its inputs of out's shape.
 template <int K>
 Layout<K> layout_of(const Tensor& out, const std::array<const Tensor*, K - 1>& ins) {
