@@ -77,6 +77,8 @@ void map(const T* x, T* y, int64_t n) {
     const auto in_range = hn::And(hn::Ge(v, lo), hn::Le(v, hi));
     if (hn::AllTrue(d, in_range)) [[likely]] {
       hn::StoreU(apply<Fn>(d, v), d, y + i);
+    } else if (Fn == VecFn::exp && hn::AllTrue(d, hn::Lt(v, exp_zero))) {
+      hn::StoreU(hn::Zero(d), d, y + i);  // all underflow: no polynomial at all
     } else if (Fn == VecFn::exp && hn::AllTrue(d, hn::Or(in_range, hn::Lt(v, exp_zero)))) {
       hn::StoreU(hn::IfThenElseZero(in_range, apply<Fn>(d, hn::Max(v, lo))), d, y + i);
     } else {
