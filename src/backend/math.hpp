@@ -26,6 +26,7 @@ FX_UNARY(Tanh, true, true, std::tanh(x))
 FX_UNARY(Sigmoid, true, true, T(1) / (T(1) + std::exp(-x)))
 FX_UNARY(Relu, false, false, x < T(0) ? T(0) : x)  // NaN stays NaN
 FX_UNARY(Sqrt, true, true, std::sqrt(x))
+FX_UNARY(Square, false, true, T(x * x))
 FX_UNARY(Abs, false, false, x < T(0) ? T(-x) : x)
 FX_UNARY(Sign, false, false, T((x > T(0)) - (x < T(0))))
 #undef FX_UNARY
@@ -63,6 +64,8 @@ FX_BINARY(Minimum, false, false, (a <= b || a != a) ? a : b)
 // composed public ops evaluate, so both give the same bits. Real dtypes only: complex pullbacks
 // take conjugates and run the composed ops.
 FX_BINARY(TanhBackward, true, false, T(a * (-(b * b) + T(1))))
+// b = the saved input x of y = x^2.
+FX_BINARY(SquareBackward, true, false, T(a * (b * T(2))))
 FX_BINARY(SigmoidBackward, true, false, T(a * (b * (-b + T(1)))))
 #undef FX_BINARY
 

@@ -80,6 +80,15 @@ Primitive sqrt_p{.name = "sqrt", .forward = elementwise_forward, .saves = saves:
 Primitive abs_p{.name = "abs", .forward = elementwise_forward, .saves = saves::input(0),
                 .pullback = FX_PULLBACK { dx[0] = dy * sign(a.input(0)); },
     .jvp = FX_JVP { return dx[0] * sign(a.input(0)); }};
+// square is x * x as one entry: its pullback is one pass (dy * 2x, fused when nothing records)
+// where x * x's was two products and their sum, over tensors as large as x.
+Primitive square_p{.name = "square", .forward = elementwise_forward, .saves = saves::input(0),
+                   .pullback = FX_PULLBACK {
+                     const Tensor& x = a.input(0);
+                     if (!fused_pullback(square_backward_p, dy, x, dx[0]))
+                       dx[0] = mul_conj(dy, x * 2.0);
+                   },
+    .jvp = FX_JVP { return dx[0] * (a.input(0) * 2.0); }};
 // sign is piecewise constant: no pullback, so its output is never tracked (a zero cotangent).
 Primitive sign_p{.name = "sign", .forward = elementwise_forward};
 
@@ -200,6 +209,7 @@ Primitive copy_p{.name = "copy", .forward = elementwise_forward,
 
 // ---- fused first-order pullbacks (src/ops/fused.hpp): no pullback of their own, never tracked
 Primitive tanh_backward_p{.name = "tanh_backward", .forward = elementwise_forward};
+Primitive square_backward_p{.name = "square_backward", .forward = elementwise_forward};
 Primitive sigmoid_backward_p{.name = "sigmoid_backward", .forward = elementwise_forward};
 
 bool fused_pullback(const Primitive& p, const Tensor& dy, const Tensor& y, Tensor& dx) {
@@ -328,7 +338,7 @@ Tensor abs(const Tensor& x) {
 }
 Tensor sign(const Tensor& x) { return numeric_unary(sign_p, x); }
 
-Tensor square(const Tensor& x) { return x * x; }
+Tensor square(const Tensor& x) { return numeric_unary(square_p, x, true); }
 // reciprocal and rsqrt divide rather than call pow(x, -1) / pow(x, -0.5): a libm pow per
 // element costs ~30x a division. The 1 is a 0-d tensor that the division expands (stride 0), so
 // the kernel divides a constant by each element, and its pullback gives -dy / conj(x)^2 (times
@@ -352,7 +362,15 @@ Tensor softplus(const Tensor& x) {
 Tensor identity(const Tensor& x) { return x; }
 
 Tensor add(const Tensor& a, const Tensor& b) { return binary(add_p, a, b); }
-Tensor sub(const Tensor& a, const Tensor& b) { return binary(sub_p, a, b); }
+Tensor sub(const Tensor& a, const Tensor& b) {
+  // A subtrahend broadcast to a larger result (x - mu: (N, D) - (K, 1, D)) is negated at its
+  // own size and added: the backward pass then negates its cotangent after expand has summed
+  // it, instead of negating the whole broadcast cotangent first. Same bits (a - b = a + -b).
+  if (a.defined() && b.defined() && !(a.shape() == b.shape()) && a.dtype() != boolean &&
+      b.dtype() != boolean && broadcast_shapes(a.shape(), b.shape(), "sub").numel() > b.numel())
+    return binary(add_p, a, neg(b));
+  return binary(sub_p, a, b);
+}
 Tensor mul(const Tensor& a, const Tensor& b) { return binary(mul_p, a, b); }
 Tensor div(const Tensor& a, const Tensor& b) {
   // True division: integer operands become f32 first (no integer division by zero traps).

@@ -14,6 +14,9 @@
 namespace fx {
 
 extern Primitive tanh_backward_p;     // (dy, y) -> dy * (1 - y^2), y = tanh(x)
+extern Primitive square_backward_p;   // (dy, x) -> dy * (2 x), for y = x^2 (reads x, not y)
+// (dy, x, y) -> dy * exp(x - y), y = logsumexp(x), with dy and y expanded to x's shape.
+extern Primitive logsumexp_backward_p;
 extern Primitive sigmoid_backward_p;  // (dy, y) -> dy * (y * (1 - y)), y = sigmoid(x)
 
 // Sets dx = p(dy, y) and returns true when no differentiation is recording, dy and y are f32 or

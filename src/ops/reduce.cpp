@@ -5,6 +5,7 @@
 #include "fluxion/ops/elementwise.hpp"
 #include "fluxion/ops/primitives.hpp"
 #include "fluxion/ops/view.hpp"
+#include "ops/fused.hpp"
 
 namespace fx {
 
@@ -115,7 +116,35 @@ Primitive max_p{.name = "max", .forward = reduce_forward, .saves = saves::input(
                 .pullback = extremum_pullback, .jvp = extremum_jvp};
 Primitive min_p{.name = "min", .forward = reduce_forward, .saves = saves::input(0) | saves::output,
                 .pullback = extremum_pullback, .jvp = extremum_jvp};
+// dy exp(x - y) for logsumexp's pullback, with dy and y already expanded to x's shape: one
+// fused kernel (no x - y and exp(x - y) temporaries) when nothing records the backward pass and
+// the device has it, else the composed, differentiable form (see ops/fused.hpp).
+Tensor logsumexp_grad(const Tensor& dy, const Tensor& x, const Tensor& y) {
+  if (detail::recording_depth == 0 && (x.dtype() == f32 || x.dtype() == f64) &&
+      dy.dtype() == x.dtype()) {
+    bool has_kernel = false;
+    for (KernelFn k : logsumexp_backward_p.kernels[int(x.device())]) has_kernel |= k != nullptr;
+    if (has_kernel) return bind(logsumexp_backward_p, {dy, x, y});
+  }
+  return dy * exp(x - y);
+}
+
+// logsumexp as one entry: one kernel (maximum, shifted sum of exponentials, log) where the
+// composite ran six ops and their temporaries, and a pullback dy exp(x - y) of three ops where
+// the composite's backward went back through add, log, sum, exp and sub.
+Primitive logsumexp_p{
+    .name = "logsumexp", .forward = reduce_forward, .saves = saves::input(0) | saves::output,
+    .pullback = [](const PullbackArgs& a, const Tensor& dy, Tensor* dx) {
+      const Params& p = a.params();
+      dx[0] = logsumexp_grad(unreduce(dy, p), a.input(0), unreduce(a.output(), p));
+    },
+    .jvp = [](const JvpArgs& a, const Tensor* dx) {
+      const Params& p = a.params();
+      return bind(sum_p, {dx[0] * exp(a.input(0) - unreduce(a.output(), p))}, p);
+    }};
 Primitive argmax_p{.name = "argmax", .forward = arg_forward};
+// Internal, no pullback: only used when nothing records (logsumexp_grad above).
+Primitive logsumexp_backward_p{.name = "logsumexp_backward", .forward = elementwise_forward};
 Primitive argmin_p{.name = "argmin", .forward = arg_forward};
 
 Tensor sum(const Tensor& x, Axes axes, bool keepdim) {
@@ -137,12 +166,9 @@ Tensor mean(const Tensor& x, Axes axes, bool keepdim) {
 
 Tensor logsumexp(const Tensor& x, Axes axes, bool keepdim) {
   FX_CHECK(x.defined(), "fx::logsumexp: undefined tensor");
-  const uint64_t mask = checked_mask(axes, x, "logsumexp");
-  // Shifting by the (constant) max keeps exp from overflowing; the gradient is unaffected.
-  Tensor m = stop_gradient(max(x, axes, true));
-  Tensor r = log(sum(exp(x - m), axes, true)) + m;
-  if (keepdim) return r;
-  return reshape(r, reduced_shape(x.shape(), mask, false));
+  FX_CHECK(is_floating(x.dtype()), "fx::logsumexp: needs a floating tensor, got ",
+           dtype_name(x.dtype()), " ", x.shape());
+  return reduce(logsumexp_p, x, axes, keepdim);
 }
 
 static Tensor arg_reduce(Primitive& prim, const Tensor& x, int64_t axis, bool keepdim) {

@@ -9,6 +9,7 @@
 
 #include <fluxion/ad/reverse.hpp>
 #include <fluxion/ops.hpp>
+#include <fluxion/testing.hpp>
 
 #include "ad_test_helpers.hpp"
 
@@ -38,6 +39,29 @@ TEST(OverheadPaths, FusedPullbacksMatchComposedRules) {
     // A strided cotangent (a transposed view) goes through the same kernel.
     Tensor dyt = fx::transpose(fx::randn({5, 3}, gen, t), 0, 1);
     expect_same(back1(dyt), tanh_rule(dyt, y1), t);
+  }
+}
+
+// square's fused pullback (dy 2x) and logsumexp's (dy exp(x - y), with dy and y broadcast
+// back over the reduced axes), on both CPU backends, against the composed rules.
+TEST(OverheadPaths, FusedSquareAndLogsumexpPullbacksMatchComposedRules) {
+  for (bool reference : {false, true}) {
+    fx::testing::BackendScope scope(reference ? fx::testing::Backends::reference
+                                              : fx::testing::Backends::all);
+    for (fx::DType t : {fx::f32, fx::f64}) {
+      SCOPED_TRACE(::testing::Message() << fx::dtype_name(t) << (reference ? ", reference" : ""));
+      fx::Generator gen(11);
+      Tensor x = fx::randn({6, 300}, gen, t) * 20.0, dy = fx::randn({6, 300}, gen, t);
+      auto [s, back_s] = fx::pullback([](const Tensor& v) { return fx::square(v); }, x);
+      expect_same(back_s(dy), dy * (x * 2.0), t);
+      for (int64_t axis : {0, 1}) {
+        auto [y, back] = fx::pullback([&](const Tensor& v) { return fx::logsumexp(v, axis); }, x);
+        Tensor d = fx::randn(y.shape(), gen, t);
+        Tensor ye = fx::expand(fx::unsqueeze(y, axis), x.shape());
+        Tensor de = fx::expand(fx::unsqueeze(d, axis), x.shape());
+        expect_same(back(d), de * fx::exp(x - ye), t);
+      }
+    }
   }
 }
 

@@ -54,6 +54,7 @@ std::vector<Row> complex_rows() {
       {"tanh_complex", un(fx::tanh), with_cases(cu, shapes({{5, 7}, {}}))},
       {"sigmoid_complex", un(fx::sigmoid), with_cases(cu, shapes({{5, 7}, {}}))},
       {"sqrt_complex", un(fx::sqrt), away},
+      {"square_complex", un(fx::square), cu},
       {"pow_scalar_complex", un([](const Tensor& x) { return fx::pow(x, 2.5); }), away},
       {"add_complex", bin(fx::add), cb},
       {"sub_complex", bin(fx::sub), cb},

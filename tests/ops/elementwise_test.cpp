@@ -72,6 +72,14 @@ std::vector<Row> elementwise_rows() {
       {"add_large", bin(fx::add),
        {.cases = pairs({{{300, 150}, {150}}, {{40000}, {40000}}, {{300, 1}, {1, 150}}}),
         .dtypes = kNumeric}},
+      // Broadcasting over a short last axis: the tuned loops move a longer axis innermost.
+      {"sub_short_rows", bin(fx::sub),
+       {.cases = pairs({{{6, 40, 2}, {6, 1, 2}}, {{40, 3}, {5, 1, 3}}, {{9, 1}, {7, 9, 4}}}),
+        .dtypes = kNumeric}},
+      // Rows of 5 to 15 broadcast elements: the tuned loops run a column of rows per call.
+      {"mul_short_rows", bin(fx::mul),
+       {.cases = pairs({{{6, 40, 10}, {6, 40, 1}}, {{6, 40, 1}, {6, 40, 10}}, {{40, 7}, {5, 1, 7}}}),
+        .dtypes = kNumeric}},
       {"div", bin(fx::div), {.cases = bs, .ranges = {{-2, 2}, {0.5, 2}}}},
       {"div_negative_divisor", bin(fx::div),
        {.cases = pairs({{{6, 5}, {6, 5}}}), .ranges = {{-2, 2}, {-2, -0.5}}}},

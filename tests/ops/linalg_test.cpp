@@ -24,6 +24,11 @@ std::vector<Row> linalg_rows() {
       {"matmul_transposed_operands",
        [](const Args& a) { return fx::matmul(fx::transpose(a[0]), fx::transpose(a[1])); },
        {.cases = pairs({{{65, 45}, {33, 65}}, {{3, 5, 4}, {6, 5}}})}},
+      // x @ W^T with a small W (batched, as in the GMM benchmark): the CPU kernel transposes W
+      // into a scratch buffer first.
+      {"matmul_small_transposed_right",
+       [](const Args& a) { return fx::matmul(a[0], fx::transpose(a[1], -2, -1)); },
+       {.cases = pairs({{{3, 40, 5}, {3, 4, 5}}, {{30, 2}, {3, 2}}, {{9, 1}, {1, 1}}})}},
       {"dot", bin(fx::dot), {.cases = pairs({{{17}, {17}}, {{1}, {1}}, {{0}, {0}}})}},
   };
 }

@@ -45,6 +45,11 @@ std::vector<Row> reduce_rows() {
        {.cases = shapes({{45, 65}, {5, 7, 11}, {1, 3}}), .dtypes = kNumeric}},
       {"max_middle_axes", un([](const Tensor& x) { return fx::max(x, {1, 2}); }),
        {.cases = shapes({{5, 7, 11, 3}, {4, 1, 6, 2}}), .dtypes = kNumeric}},
+      // Rows of fewer than 8 elements take the tuned sum's short-row loops.
+      {"sum_short_rows", un([](const Tensor& x) { return fx::sum(x, {1}); }),
+       {.cases = shapes({{3, 50, 2}, {2, 9, 7}, {41, 3}, {2, 3, 5}}), .dtypes = kNumeric}},
+      {"sum_short_last_axis", un([](const Tensor& x) { return fx::sum(x, {-1}); }),
+       {.cases = shapes({{300, 3}, {5, 7}, {4, 1}, {2, 2000, 2}})}},
       {"max_large", un([](const Tensor& x) { return fx::sum(fx::max(x, -1)) + fx::sum(fx::max(x, 0)); }),
        {.cases = shapes({{300, 150}})}},
       {"argmax", un([](const Tensor& x) { return fx::argmax(x, -1); }),
@@ -64,6 +69,11 @@ std::vector<Row> reduce_rows() {
        {.cases = shapes({{45, 65}, {5, 7, 11}, {1, 3, 1}}), .range = {-3, 3}}},
       {"logsumexp_all", un([](const Tensor& x) { return fx::logsumexp(x); }),
        {.cases = nonempty}},
+      // Over a leading axis (the tuned kernel's row-wise path) and over middle axes.
+      {"logsumexp_axis0", un([](const Tensor& x) { return fx::logsumexp(x, 0); }),
+       {.cases = shapes({{7, 300}, {5, 3, 4}, {1, 6}}), .range = {-40, 40}}},
+      {"logsumexp_middle_axes", un([](const Tensor& x) { return fx::logsumexp(x, {1, 2}); }),
+       {.cases = shapes({{3, 4, 5, 2}})}},
       {"logsumexp_extreme", un([](const Tensor& x) { return fx::logsumexp(x, 0, true); }),
        {.cases = shapes({{7, 3}}), .range = {500, 600}}},
   };
@@ -106,6 +116,28 @@ TEST(Reduce, LogsumexpIsStableForLargeInputs) {
   auto v = fx::to_vector<double>(g);
   EXPECT_NEAR(v[0], 0.5, 1e-12);
   EXPECT_NEAR(v[2], 0.0, 1e-12);
+}
+
+TEST(Reduce, LogsumexpOfInfinitiesAndNan) {
+  for (bool reference : {false, true}) {
+    SCOPED_TRACE(reference ? "reference backend" : "tuned backend");
+    fx::testing::BackendScope scope(reference ? fx::testing::Backends::reference
+                                              : fx::testing::Backends::all);
+    const double inf = INFINITY;
+    auto x = fx::tensor({-inf, -inf, inf, 1, NAN, 1, 2, -inf}, fx::f64).reshape({4, 2});
+    auto last = fx::to_vector<double>(fx::logsumexp(x, 1));
+    EXPECT_EQ(last[0], -inf);
+    EXPECT_EQ(last[1], inf);
+    EXPECT_TRUE(std::isnan(last[2]));
+    EXPECT_EQ(last[3], 2.0);
+    auto first = fx::to_vector<double>(fx::logsumexp(fx::transpose(x).contiguous(), 0));
+    EXPECT_EQ(first[0], -inf);
+    EXPECT_EQ(first[1], inf);
+    EXPECT_TRUE(std::isnan(first[2]));
+    EXPECT_EQ(first[3], 2.0);
+  }
+  EXPECT_THROW((void)fx::logsumexp(fx::zeros({0, 3})), fx::Error);
+  EXPECT_THROW((void)fx::logsumexp(fx::ones({2}, fx::i64)), fx::Error);
 }
 
 TEST(Reduce, ShapesOfReductions) {

@@ -12,12 +12,12 @@ namespace fx {
 
 #define FX_BUILTIN_PRIMITIVES(X)                                                            \
   /* unary */ X(neg) X(exp) X(log) X(log1p) X(sin) X(cos) X(tanh) X(sigmoid) X(relu) X(sqrt) \
-  X(abs) X(sign)                                                                              \
+  X(abs) X(sign) X(square)                                                                            \
   /* with a number */ X(add_scalar) X(mul_scalar) X(pow_scalar)                               \
   /* binary */ X(add) X(sub) X(mul) X(div) X(pow) X(maximum) X(minimum)                      \
   /* comparisons */ X(eq) X(ne) X(lt) X(le) X(gt) X(ge)                                      \
   /* selection and conversion */ X(where) X(astype) X(copy)                                  \
-  /* reductions */ X(sum) X(max) X(min) X(argmax) X(argmin)                                  \
+  /* reductions */ X(sum) X(max) X(min) X(argmax) X(argmin) X(logsumexp)                                \
   /* views and their adjoints */ X(reshape) X(permute) X(slice) X(pad_slice) X(slice_set) X(expand)       \
   X(concat)                                                                                   \
   /* linear algebra */ X(matmul)                                                             \

@@ -37,7 +37,32 @@ void map2(const Tensor& out, const Tensor& a, const Tensor& b, F f) {
     for (int64_t j = 0; j < n; ++j) o[j] = f(ap[j], bp[j]);
     return;
   }
-  run_rows<3>(layout_of<3>(out, {&a, &b}), [&](const int64_t* off, int64_t n, const int64_t* st) {
+  Layout<3> L = layout_of<3>(out, {&a, &b});
+  if (fold_short_rows(L, [&](const int64_t* off, int64_t rows, const int64_t* rs, int64_t w,
+                             const int64_t* st) {
+        // Rows of w < 16 elements with unit or zero inner strides (broadcasting over a short
+        // last axis: (K, N, 10) * (K, N, 1)): one call runs a whole column of rows, so the row
+        // call, stride tests and odometer step are paid once per column, not per row.
+        R* op = o + off[0];
+        const T* x = ap + off[1];
+        const T* y = bp + off[2];
+        if (st[1] == 1 && st[2] == 1) {
+          for (int64_t i = 0; i < rows; ++i)
+            for (int64_t j = 0; j < w; ++j) op[i * rs[0] + j] = f(x[i * rs[1] + j], y[i * rs[2] + j]);
+        } else if (st[1] == 1) {  // y broadcast along the row
+          for (int64_t i = 0; i < rows; ++i) {
+            const T c = y[i * rs[2]];
+            for (int64_t j = 0; j < w; ++j) op[i * rs[0] + j] = f(x[i * rs[1] + j], c);
+          }
+        } else {  // x broadcast along the row
+          for (int64_t i = 0; i < rows; ++i) {
+            const T c = x[i * rs[1]];
+            for (int64_t j = 0; j < w; ++j) op[i * rs[0] + j] = f(c, y[i * rs[2] + j]);
+          }
+        }
+      }))
+    return;
+  run_rows<3>(L, [&](const int64_t* off, int64_t n, const int64_t* st) {
     R* op = o + off[0];
     const T* x = ap + off[1];
     const T* y = bp + off[2];
@@ -171,6 +196,7 @@ void register_elementwise() {
   register_kernel(sigmoid_p, dev, r, unary<math::Sigmoid>);
   register_kernel(relu_p, dev, r, unary<math::Relu>);
   register_kernel(sqrt_p, dev, r, unary<math::Sqrt>);
+  register_kernel(square_p, dev, r, unary<math::Square>);
   register_kernel(abs_p, dev, r, unary<math::Abs>);
   register_kernel(sign_p, dev, r, unary<math::Sign>);
   register_kernel(add_scalar_p, dev, r, unary<math::AddScalar>);
@@ -193,6 +219,7 @@ void register_elementwise() {
   register_kernel(astype_p, dev, r, convert);
   register_kernel(copy_p, dev, r, convert);
   register_kernel(tanh_backward_p, dev, r, binary<math::TanhBackward>);
+  register_kernel(square_backward_p, dev, r, binary<math::SquareBackward>);
   register_kernel(sigmoid_backward_p, dev, r, binary<math::SigmoidBackward>);
 }
 

@@ -5,6 +5,7 @@
 #include <omp.h>
 
 #include <array>
+#include <utility>
 
 #include "fluxion/core/tensor.hpp"
 
@@ -146,12 +147,54 @@ int64_t flat_serial(const Tensor& out, const In&... ins) {
   return ((dense_numel(ins) >= 0) && ...) ? n : -1;
 }
 
+// A short innermost row (broadcasting over a small trailing axis: (K, N, 2) - (N, 2)) pays the
+// row call, stride tests and odometer step for two elements; an elementwise loop may run in any
+// order, so a much longer dimension is moved innermost instead (one long strided loop per row).
+// Only for rows of at most 4: the strided rows then still share cache lines, where rows of 10
+// doubles would touch a new line per element and run slower than the short rows did.
+template <int K>
+void prefer_long_rows(Layout<K>& L) {
+  constexpr int64_t kShortRow = 5;
+  const int last = L.nd - 1;
+  if (last < 1 || L.shape[last] >= kShortRow) return;
+  int best = last;
+  for (int d = 0; d < last; ++d)
+    if (L.shape[d] > L.shape[best]) best = d;
+  if (L.shape[best] < 4 * L.shape[last]) return;
+  std::swap(L.shape[best], L.shape[last]);
+  for (int k = 0; k < K; ++k) std::swap(L.st[k][best], L.st[k][last]);
+}
+
+// Short rows that prefer_long_rows left in place (5 to 15 elements): when the output's row is
+// unit-stride and each input's is unit-stride or broadcast (stride 0, but not both), runs
+// column(off, rows, row_strides, w, inner_strides) over the second-innermost dimension, the
+// row loop inside, and returns true; otherwise returns false and does nothing.
+template <class Column>
+bool fold_short_rows(const Layout<3>& L, Column&& column) {
+  constexpr int64_t kFoldBelow = 16;
+  const int last = L.nd - 1;
+  if (last < 1 || L.shape[last] >= kFoldBelow || L.st[0][last] != 1) return false;
+  const int64_t s1 = L.st[1][last], s2 = L.st[2][last];
+  if ((s1 != 1 && s1 != 0) || (s2 != 1 && s2 != 0) || (s1 == 0 && s2 == 0)) return false;
+  Layout<3> outer = L;
+  outer.nd = last;  // rows of the folded layout run along the second-innermost dimension
+  const int64_t w = L.shape[last];
+  const int64_t inner_st[3] = {1, s1, s2};
+  run_rows<3>(outer, [&](const int64_t* off, int64_t rows, const int64_t* rs) {
+    column(off, rows, rs, w, inner_st);
+  });
+  return true;
+}
+
+// The iteration layout of an elementwise kernel: out and its inputs of out's shape.
 template <int K>
 Layout<K> layout_of(const Tensor& out, const std::array<const Tensor*, K - 1>& ins) {
   std::array<const int64_t*, K> st;
   st[0] = out.strides();
   for (int k = 1; k < K; ++k) st[k] = ins[k - 1]->strides();
-  return collapse<K>(out.shape(), st);
+  Layout<K> L = collapse<K>(out.shape(), st);
+  prefer_long_rows(L);
+  return L;
 }
 
 }  // namespace fx::backend::cpu

@@ -4,12 +4,16 @@
 #include <cblas.h>
 
 #include <algorithm>
+#include <cmath>
 #include <complex>
 #include <cstring>
+#include <type_traits>
 #include <vector>
 
 #include "backend/backends.hpp"
 #include "backend/cpu/loops.hpp"
+#include "backend/cpu/vector_math.hpp"
+#include "ops/fused.hpp"
 
 namespace fx::backend::cpu {
 namespace {
@@ -48,6 +52,23 @@ bool split_reduction(const KernelCall& c, SplitReduction& r) {
   return true;
 }
 
+// Below this many elements a row (or block) is short enough that per-row loop overhead dominates.
+constexpr int64_t kShortRun = 8;
+
+// out[j] = the sum over `rows` rows of a row-major (rows, W) block. Four rows at a time into
+// independent partial sums: one chain of dependent additions would be bound by their latency.
+template <int W, class T>
+void sum_short_rows(const T* p, int64_t rows, T* out) {
+  T acc[4][W] = {};
+  int64_t r = 0;
+  for (; r + 4 <= rows; r += 4)
+    for (int u = 0; u < 4; ++u)
+      for (int j = 0; j < W; ++j) acc[u][j] += p[(r + u) * W + j];
+  for (; r < rows; ++r)
+    for (int j = 0; j < W; ++j) acc[0][j] += p[r * W + j];
+  for (int j = 0; j < W; ++j) out[j] = (acc[0][j] + acc[1][j]) + (acc[2][j] + acc[3][j]);
+}
+
 bool sum(const KernelCall& c) {
   SplitReduction r;
   if (!split_reduction(c, r)) return false;
@@ -59,13 +80,43 @@ bool sum(const KernelCall& c) {
     const T* xp = x.data<T>();
     T* op = c.out.data<T>();
     const int threads = outer * red * inner >= kParallelMin ? omp_get_max_threads() : 1;
-    if (inner == 1) {  // out[o] = sum of a contiguous block
+    if (inner == 1 && red > 0 && red < kShortRun && std::is_same_v<T, Acc>) {
+      // A few terms per output (a sum over a short last axis): a loop per output costs more
+      // than its additions, so add term j of every output at once. Same order of additions
+      // as the loop below; only where the element type is already the accumulator type.
+      constexpr int64_t kBlock = 1024;  // outputs per block: stays in L1 across the j sweeps
+      split_range((outer + kBlock - 1) / kBlock, threads, [&](int64_t b0, int64_t b1) {
+        for (int64_t b = b0 * kBlock; b < std::min(outer, b1 * kBlock); b += kBlock) {
+          const int64_t e = std::min(outer, b + kBlock);
+          for (int64_t o = b; o < e; ++o) op[o] = T(0) + xp[o * red];  // 0 + x: -0 sums to +0
+          for (int64_t j = 1; j < red; ++j)
+            for (int64_t o = b; o < e; ++o) op[o] += xp[o * red + j];
+        }
+      });
+    } else if (inner == 1) {  // out[o] = sum of a contiguous block
       split_range(outer, threads, [&](int64_t o0, int64_t o1) {
         for (int64_t o = o0; o < o1; ++o) {
           Acc acc = 0;
           const T* p = xp + o * red;
           for (int64_t j = 0; j < red; ++j) acc += Acc(p[j]);
           op[o] = T(acc);
+        }
+      });
+    } else if (inner < kShortRun) {
+      // Short rows (unbroadcasting a small trailing axis): row-by-row accumulation would pay
+      // loop overhead per row, so the row width becomes a compile-time constant.
+      split_range(outer, threads, [&](int64_t o0, int64_t o1) {
+        for (int64_t o = o0; o < o1; ++o) {
+          const T* p = xp + o * red * inner;
+          T* out = op + o * inner;
+          switch (inner) {
+            case 2: sum_short_rows<2>(p, red, out); break;
+            case 3: sum_short_rows<3>(p, red, out); break;
+            case 4: sum_short_rows<4>(p, red, out); break;
+            case 5: sum_short_rows<5>(p, red, out); break;
+            case 6: sum_short_rows<6>(p, red, out); break;
+            default: sum_short_rows<7>(p, red, out); break;
+          }
         }
       });
     } else {  // out[o][j] = sum over rows r: accumulate row by row (unit stride)
@@ -119,6 +170,93 @@ bool extremum(const KernelCall& c) {
   return true;
 }
 
+// log sum exp over the rows of a row-major (red, inner) block into out (inner values); m and t
+// are scratch of inner values. The exponentials go through the SIMD polynomials a row at a time.
+// The shift is the maximum, or 0 where that is infinite (the result is then the infinity, as in
+// the reference and PyTorch); a NaN maximum sticks and gives NaN.
+template <class T>
+void logsumexp_rows(const T* x, int64_t red, int64_t inner, T* out, T* m, T* t) {
+  std::copy_n(x, inner, m);
+  for (int64_t r = 1; r < red; ++r) {
+    const T* p = x + r * inner;
+    for (int64_t j = 0; j < inner; ++j) m[j] = (p[j] > m[j] || p[j] != p[j]) ? p[j] : m[j];
+  }
+  for (int64_t j = 0; j < inner; ++j) {
+    if (std::isinf(m[j])) m[j] = 0;
+    out[j] = 0;
+  }
+  for (int64_t r = 0; r < red; ++r) {
+    const T* p = x + r * inner;
+    for (int64_t j = 0; j < inner; ++j) t[j] = p[j] - m[j];
+    vector_map(VecFn::exp, t, t, inner);
+    for (int64_t j = 0; j < inner; ++j) out[j] += t[j];
+  }
+  for (int64_t j = 0; j < inner; ++j) out[j] = std::log(out[j]) + m[j];
+}
+
+bool logsumexp(const KernelCall& c) {
+  SplitReduction r;
+  const Tensor& x = c.in[0];
+  if (!is_floating(x.dtype()) || x.numel() == 0 || !split_reduction(c, r)) return false;
+  const int64_t outer = r.outer, red = r.reduced, inner = r.inner;
+  auto run = [&]<class T>() {
+    const T* xp = x.data<T>();
+    T* op = c.out.data<T>();
+    if (inner > 1) {  // (the GMM's reduction over mixture components, axis 0 of (K, N))
+      std::vector<T> scratch(static_cast<size_t>(2 * inner));
+      for (int64_t o = 0; o < outer; ++o)
+        logsumexp_rows(xp + o * red * inner, red, inner, op + o * inner, scratch.data(),
+                       scratch.data() + inner);
+      return;
+    }
+    // Over the last axes: each block is one contiguous run of red values.
+    std::vector<T> t(static_cast<size_t>(red));
+    for (int64_t o = 0; o < outer; ++o) {
+      const T* p = xp + o * red;
+      T m = p[0];
+      for (int64_t j = 1; j < red; ++j) m = (p[j] > m || p[j] != p[j]) ? p[j] : m;
+      if (std::isinf(m)) m = 0;
+      for (int64_t j = 0; j < red; ++j) t[size_t(j)] = p[j] - m;
+      vector_map(VecFn::exp, t.data(), t.data(), red);
+      T s = 0;
+      for (int64_t j = 0; j < red; ++j) s += t[size_t(j)];
+      op[o] = std::log(s) + m;
+    }
+  };
+  if (x.dtype() == f32) run.template operator()<float>();
+  else run.template operator()<double>();
+  return true;
+}
+
+// (dy, x, y) -> dy * exp(x - y) (ops/fused.hpp): logsumexp's pullback in one pass, the
+// exponentials through the SIMD polynomials a chunk of a row at a time.
+bool logsumexp_backward(const KernelCall& c) {
+  const Tensor &dy = c.in[0], &x = c.in[1], &y = c.in[2];
+  if (!is_floating(x.dtype())) return false;
+  auto run = [&]<class T>() {
+    const T *dp = dy.data<T>(), *xp = x.data<T>(), *yp = y.data<T>();
+    T* o = c.out.data<T>();
+    run_rows<4>(layout_of<4>(c.out, {&dy, &x, &y}),
+                [&](const int64_t* off, int64_t n, const int64_t* st) {
+                  constexpr int64_t kChunk = 256;
+                  T t[kChunk];
+                  for (int64_t j0 = 0; j0 < n; j0 += kChunk) {
+                    const int64_t len = std::min(kChunk, n - j0);
+                    const T* xr = xp + off[2] + j0 * st[2];
+                    const T* yr = yp + off[3] + j0 * st[3];
+                    for (int64_t j = 0; j < len; ++j) t[j] = xr[j * st[2]] - yr[j * st[3]];
+                    vector_map(VecFn::exp, t, t, len);
+                    const T* dr = dp + off[1] + j0 * st[1];
+                    T* orow = o + off[0] + j0 * st[0];
+                    for (int64_t j = 0; j < len; ++j) orow[j * st[0]] = dr[j * st[1]] * t[j];
+                  }
+                });
+  };
+  if (x.dtype() == f32) run.template operator()<float>();
+  else run.template operator()<double>();
+  return true;
+}
+
 // A matrix operand as BLAS sees it: transposed or not, with a leading dimension.
 struct BlasMatrix {
   bool trans;
@@ -163,6 +301,7 @@ void gemm(bool ta, bool tb, int64_t m, int64_t n, int64_t k, const T* a, int64_t
 // Products this small cost less as a plain loop than as a BLAS call (argument checks, thread
 // dispatch): the LSTM overhead benchmark's 4-wide cells are the case in point.
 constexpr int64_t kTinyGemm = 512;  // m * n * k
+constexpr int64_t kSmallGemm = 1000000;  // m * n * k: OpenBLAS's small-matrix kernel range
 
 template <class T>
 void tiny_gemm(int64_t m, int64_t n, int64_t k, const T* a, int64_t ars, int64_t acs,
@@ -205,6 +344,13 @@ bool matmul(const KernelCall& c) {
   if (!as_blas(m, k, a.stride(nd - 2), a.stride(nd - 1), ma) ||
       !as_blas(k, n, b.stride(nd - 2), b.stride(nd - 1), mb))
     return false;  // the reference handles exotic strides (rare: views of views)
+  // OpenBLAS runs small products (m n k <= 100^3) in its low-overhead "small matrix" kernels,
+  // except a plain A times a transposed B (x @ W^T, the usual layer and GMM product), which it
+  // sends through the packing GEMM path: 2-4x slower at these sizes. A transposed B that small
+  // is cheap to transpose into a scratch buffer (k n copies against m n k multiply-adds), so the
+  // call becomes plain times plain.
+  const bool pack_b = !ma.trans && mb.trans && m >= 8 && m * n * k <= kSmallGemm;
+  Tensor scratch = pack_b ? Tensor::empty({k, n}, a.dtype(), Device::cpu) : Tensor();
   auto run = [&]<class T>() {
     T* op = c.out.data<T>();
     if (k == 0) {
@@ -220,8 +366,17 @@ bool matmul(const KernelCall& c) {
         bo += (rem % a.shape()[d]) * b.stride(d);
         rem /= a.shape()[d];
       }
-      gemm<T>(ma.trans, mb.trans, m, n, k, a.data<T>() + ao, ma.ld, b.data<T>() + bo, mb.ld,
-              op + bi * m * n, std::max<int64_t>(n, 1));
+      const T* bp = b.data<T>() + bo;
+      if (pack_b) {  // b(p, j) = bp[j * ld + p]
+        T* s = scratch.data<T>();
+        for (int64_t p = 0; p < k; ++p)
+          for (int64_t j = 0; j < n; ++j) s[p * n + j] = bp[j * mb.ld + p];
+        gemm<T>(false, false, m, n, k, a.data<T>() + ao, ma.ld, s, std::max<int64_t>(n, 1),
+                op + bi * m * n, std::max<int64_t>(n, 1));
+        continue;
+      }
+      gemm<T>(ma.trans, mb.trans, m, n, k, a.data<T>() + ao, ma.ld, bp, mb.ld, op + bi * m * n,
+              std::max<int64_t>(n, 1));
     }
   };
   return floating_or_complex(a.dtype(), run);
@@ -233,6 +388,8 @@ void register_reduce_linalg() {
   register_kernel(sum_p, Device::cpu, kCpuRank, sum);
   register_kernel(max_p, Device::cpu, kCpuRank, extremum<true>);
   register_kernel(min_p, Device::cpu, kCpuRank, extremum<false>);
+  register_kernel(logsumexp_p, Device::cpu, kCpuRank, logsumexp);
+  register_kernel(logsumexp_backward_p, Device::cpu, kCpuRank, logsumexp_backward);
   register_kernel(matmul_p, Device::cpu, kCpuRank, matmul);
 }
 

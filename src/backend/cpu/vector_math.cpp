@@ -67,12 +67,20 @@ void map(const T* x, T* y, int64_t n) {
   T lo_s, hi_s;
   valid_range(Fn, lo_s, hi_s);
   const auto lo = hn::Set(d, lo_s), hi = hn::Set(d, hi_s);
+  // exp is exactly +0 (in std:: too) below log of half the smallest denormal; such lanes are
+  // common (log-sum-exp shifts, far mixture components) and need no scalar fallback.
+  const auto exp_zero = hn::Set(d, sizeof(T) == 4 ? T(-104) : T(-746));
   int64_t i = 0;
   for (; i + lanes <= n; i += lanes) {
     const auto v = hn::LoadU(d, x + i);
     // NaN fails both comparisons, so it takes the scalar path too.
-    if (hn::AllTrue(d, hn::And(hn::Ge(v, lo), hn::Le(v, hi)))) [[likely]] {
+    const auto in_range = hn::And(hn::Ge(v, lo), hn::Le(v, hi));
+    if (hn::AllTrue(d, in_range)) [[likely]] {
       hn::StoreU(apply<Fn>(d, v), d, y + i);
+    } else if (Fn == VecFn::exp && hn::AllTrue(d, hn::Lt(v, exp_zero))) {
+      hn::StoreU(hn::Zero(d), d, y + i);  // all underflow: no polynomial at all
+    } else if (Fn == VecFn::exp && hn::AllTrue(d, hn::Or(in_range, hn::Lt(v, exp_zero)))) {
+      hn::StoreU(hn::IfThenElseZero(in_range, apply<Fn>(d, hn::Max(v, lo))), d, y + i);
     } else {
       for (int64_t j = i; j < i + lanes; ++j) y[j] = scalar_fn(Fn, x[j]);
     }

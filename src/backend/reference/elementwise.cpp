@@ -121,6 +121,7 @@ void register_reference_elementwise() {
   register_kernel(sigmoid_p, cpu, r, unary<math::Sigmoid>);
   register_kernel(relu_p, cpu, r, unary<math::Relu>);
   register_kernel(sqrt_p, cpu, r, unary<math::Sqrt>);
+  register_kernel(square_p, cpu, r, unary<math::Square>);
   register_kernel(abs_p, cpu, r, unary<math::Abs>);
   register_kernel(sign_p, cpu, r, unary<math::Sign>);
   register_kernel(add_scalar_p, cpu, r, unary<math::AddScalar>);
@@ -143,6 +144,7 @@ void register_reference_elementwise() {
   register_kernel(astype_p, cpu, r, convert);
   register_kernel(copy_p, cpu, r, convert);
   register_kernel(tanh_backward_p, cpu, r, binary<math::TanhBackward>);
+  register_kernel(square_backward_p, cpu, r, binary<math::SquareBackward>);
   register_kernel(sigmoid_backward_p, cpu, r, binary<math::SigmoidBackward>);
 }
 

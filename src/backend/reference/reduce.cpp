@@ -1,7 +1,9 @@
 // Reference reductions: for each output element, a plain loop over the reduced elements.
 #include <cmath>
+#include <type_traits>
 
 #include "backend/backends.hpp"
+#include "ops/fused.hpp"
 
 namespace fx::backend {
 namespace {
@@ -92,6 +94,45 @@ struct MinAcc {
   void add(double v, int64_t) { value = (v < value || std::isnan(v)) ? v : value; }
 };
 
+// log sum exp, shifted by the maximum; at an infinite maximum the shift is 0, so the result is
+// that infinity (as in PyTorch) rather than inf - inf = NaN. Accumulated in double.
+bool logsumexp(const KernelCall& c) {
+  const Tensor& x = c.in[0];
+  if (!is_floating(x.dtype())) return false;
+  ReduceLayout L(x, uint64_t(c.params.i[0]));
+  visit_dtype(x.dtype(), [&]<class T>() {
+    const T* xp = x.data<T>();
+    T* op = c.out.data<T>();
+    int64_t nout = L.kept.numel(), nred = L.reduced.numel();
+    for (int64_t o = 0; o < nout; ++o) {
+      int64_t base = ReduceLayout::off(o, L.kept, L.kept_stride);
+      auto at = [&](int64_t r) { return double(xp[base + ReduceLayout::off(r, L.reduced, L.red_stride)]); };
+      MaxAcc m;
+      for (int64_t r = 0; r < nred; ++r) m.add(at(r), r);
+      const double shift = std::isinf(m.value) ? 0.0 : m.value;
+      double s = 0;
+      for (int64_t r = 0; r < nred; ++r) s += std::exp(at(r) - shift);
+      op[o] = static_cast<T>(std::log(s) + shift);
+    }
+  });
+  return true;
+}
+
+// (dy, x, y) -> dy * exp(x - y): logsumexp's fused pullback (ops/fused.hpp).
+bool logsumexp_backward(const KernelCall& c) {
+  const Tensor &dy = c.in[0], &x = c.in[1], &y = c.in[2];
+  if (!is_floating(x.dtype())) return false;
+  visit_dtype(x.dtype(), [&]<class T>() {
+    if constexpr (std::is_floating_point_v<T>) {
+      const T *dp = dy.data<T>(), *xp = x.data<T>(), *yp = y.data<T>();
+      T* op = c.out.data<T>();
+      for (int64_t i = 0, n = c.out.numel(); i < n; ++i)
+        op[i] = dp[offset_of(i, dy)] * T(std::exp(xp[offset_of(i, x)] - yp[offset_of(i, y)]));
+    }
+  });
+  return true;
+}
+
 template <bool Max>
 bool arg_reduce(const KernelCall& c) {
   const Tensor& x = c.in[0];
@@ -127,6 +168,8 @@ void register_reference_reduce() {
   register_kernel(sum_p, cpu, r, reduce<SumAcc>);
   register_kernel(max_p, cpu, r, reduce<MaxAcc>);
   register_kernel(min_p, cpu, r, reduce<MinAcc>);
+  register_kernel(logsumexp_p, cpu, r, logsumexp);
+  register_kernel(logsumexp_backward_p, cpu, r, logsumexp_backward);
   register_kernel(argmax_p, cpu, r, arg_reduce<true>);
   register_kernel(argmin_p, cpu, r, arg_reduce<false>);
 }
