@@ -2,6 +2,7 @@
 // Each functor says whether it needs a floating type and whether it is defined for
 // std::complex (the holomorphic functions and arithmetic); backends instantiate accordingly.
 #pragma once
+#include <bit>
 #include <cmath>
 #include <complex>
 #include <cstdint>
@@ -67,6 +68,20 @@ FX_BINARY(TanhBackward, true, false, T(a * (-(b * b) + T(1))))
 // b = the saved input x of y = x^2.
 FX_BINARY(SquareBackward, true, false, T(a * (b * T(2))))
 FX_BINARY(SigmoidBackward, true, false, T(a * (b * (-b + T(1)))))
+
+// where(y > 0, dy, 0) with the same bits as the composed form (+0 where y <= 0 or y is NaN), as
+// a mask rather than a branch: on a strided cotangent (matmul pullbacks give transposed ones) the
+// loop does not vectorise, and the sign of y is a coin flip that a branch mispredicts half the
+// time (the branchy loop cost ~6 ns per element in the MLP benchmark).
+struct ReluBackward {
+  static constexpr bool floating_only = true;
+  static constexpr bool complex_ok = false;
+  template <class T>
+  T operator()(T a, T b) const {
+    using U = std::conditional_t<sizeof(T) == 8, uint64_t, uint32_t>;
+    return std::bit_cast<T>(std::bit_cast<U>(a) & (U(0) - U(b > T(0))));
+  }
+};
 #undef FX_BINARY
 
 // Complex to complex or to real (the part types follow the input's precision).

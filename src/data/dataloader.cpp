@@ -30,6 +30,10 @@ Tensor prepare(Tensor t, const char* what) {
   return t.is_contiguous() ? t : t.contiguous();
 }
 
+// Below this many bytes a gather stays on the calling thread (a memcpy of 128 kB takes ~10 us,
+// several times what waking a thread team costs).
+constexpr size_t kParallelCopyBytes = size_t(1) << 17;
+
 }  // namespace
 
 DataLoader::DataLoader(Tensor x, Tensor y, LoaderOptions options)
@@ -76,11 +80,16 @@ Tensor take_rows(const Tensor& x, std::span<const int64_t> rows) {
   const size_t row_bytes = size_t(x.numel() / std::max<int64_t>(n, 1)) * itemsize(x.dtype());
   const char* src = static_cast<const char*>(x.raw_data());
   char* dst = static_cast<char*>(out.raw_data());
-  for (size_t k = 0; k < rows.size(); ++k) {
-    const int64_t r = rows[k];
+  const int64_t count = int64_t(rows.size());
+  // Checked before copying: an exception must not leave an OpenMP region.
+  for (int64_t r : rows)
     FX_CHECK(r >= 0 && r < n, "fx::data::take_rows: row ", r, " out of range for ", x.shape());
-    std::memcpy(dst + k * row_bytes, src + size_t(r) * row_bytes, row_bytes);
-  }
+  // A training batch (128 Fashion-MNIST rows: 400 kB) is a few percent of a step; gathered on
+  // one thread it would not shrink when the step's kernels run on several.
+  const bool parallel = size_t(count) * row_bytes >= kParallelCopyBytes;
+#pragma omp parallel for schedule(static) if (parallel)
+  for (int64_t k = 0; k < count; ++k)
+    std::memcpy(dst + size_t(k) * row_bytes, src + size_t(rows[size_t(k)]) * row_bytes, row_bytes);
   return out;
 }
 

@@ -72,7 +72,11 @@ Primitive sigmoid_p{.name = "sigmoid", .forward = elementwise_forward, .saves = 
     .jvp = FX_JVP { return dx[0] * (a.output() * (1.0 - a.output())); }};
 // relu' is taken as 0 at 0 (as in PyTorch and Flux).
 Primitive relu_p{.name = "relu", .forward = elementwise_forward, .saves = saves::output,
-                 .pullback = FX_PULLBACK { dx[0] = where(a.output() > 0.0, dy, 0.0); },
+                 .pullback = FX_PULLBACK {
+                   const Tensor& y = a.output();
+                   if (!fused_pullback(relu_backward_p, dy, y, dx[0]))
+                     dx[0] = where(y > 0.0, dy, 0.0);
+                 },
     .jvp = FX_JVP { return where(a.output() > 0.0, dx[0], 0.0); }};
 Primitive sqrt_p{.name = "sqrt", .forward = elementwise_forward, .saves = saves::output,
                  .pullback = FX_PULLBACK { dx[0] = div_conj(dy, a.output()) * 0.5; },
@@ -211,6 +215,7 @@ Primitive copy_p{.name = "copy", .forward = elementwise_forward,
 Primitive tanh_backward_p{.name = "tanh_backward", .forward = elementwise_forward};
 Primitive square_backward_p{.name = "square_backward", .forward = elementwise_forward};
 Primitive sigmoid_backward_p{.name = "sigmoid_backward", .forward = elementwise_forward};
+Primitive relu_backward_p{.name = "relu_backward", .forward = elementwise_forward};
 
 bool fused_pullback(const Primitive& p, const Tensor& dy, const Tensor& y, Tensor& dx) {
   // Under any recording the result must stay differentiable (or carry a tangent): compose.

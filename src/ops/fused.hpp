@@ -6,7 +6,7 @@
 //
 // A pullback written in public ops is differentiable again, but in an ordinary first-order
 // backward pass no tape records it, and its intermediates (1 - y*y: three ops, three temporaries
-// for tanh) cost more than the arithmetic on small tensors. These entries have no pullback, so
+// for tanh; a bool mask and a select for relu) cost more than the arithmetic. These entries have no pullback, so
 // they are only used when no differentiation is recording.
 #pragma once
 #include "fluxion/ops/primitive.hpp"
@@ -18,6 +18,7 @@ extern Primitive square_backward_p;   // (dy, x) -> dy * (2 x), for y = x^2 (rea
 // (dy, x, y) -> dy * exp(x - y), y = logsumexp(x), with dy and y expanded to x's shape.
 extern Primitive logsumexp_backward_p;
 extern Primitive sigmoid_backward_p;  // (dy, y) -> dy * (y * (1 - y)), y = sigmoid(x)
+extern Primitive relu_backward_p;     // (dy, y) -> y > 0 ? dy : 0, y = relu(x)
 
 // Sets dx = p(dy, y) and returns true when no differentiation is recording, dy and y are f32 or
 // f64 of one shape and dtype, and the device has a kernel for p; otherwise returns false and the

@@ -221,6 +221,7 @@ void register_elementwise() {
   register_kernel(tanh_backward_p, dev, r, binary<math::TanhBackward>);
   register_kernel(square_backward_p, dev, r, binary<math::SquareBackward>);
   register_kernel(sigmoid_backward_p, dev, r, binary<math::SigmoidBackward>);
+  register_kernel(relu_backward_p, dev, r, binary<math::ReluBackward>);
 }
 
 }  // namespace fx::backend::cpu

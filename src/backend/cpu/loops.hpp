@@ -4,6 +4,7 @@
 #pragma once
 #include <omp.h>
 
+#include <algorithm>
 #include <array>
 #include <utility>
 
@@ -61,6 +62,50 @@ Layout<K> collapse(const Shape& shape, const std::array<const int64_t*, K>& stri
   return L;
 }
 
+// True when some operand of a 2-d layout steps further along the inner axis than along the outer
+// one: a transposed view beside contiguous operands (an activation's cotangent that a matmul
+// pullback produced transposed). Walking whole rows then reads that operand one cache line per
+// element, and a row of a few hundred elements evicts the lines before the next row reuses them.
+template <int K>
+bool disagree_on_unit_axis(const Layout<K>& L) {
+  for (int k = 0; k < K; ++k) {
+    const int64_t outer = L.st[k][0] < 0 ? -L.st[k][0] : L.st[k][0];
+    const int64_t inner = L.st[k][1] < 0 ? -L.st[k][1] : L.st[k][1];
+    if (inner > 1 && outer < inner) return true;
+  }
+  return false;
+}
+
+// A 2-d layout walked in square tiles (rows of kTile elements, kTile rows at a time), so the lines
+// a transposed operand brings in are all used before they leave L1. Row tiles split across threads.
+template <int K, class Row>
+void run_tiles(const Layout<K>& L, Row& row, int threads) {
+  constexpr int64_t kTile = 32;
+  const int64_t nrows = L.shape[0], inner = L.shape[1];
+  const int64_t row_tiles = (nrows + kTile - 1) / kTile;
+  int64_t inner_st[K];
+  for (int k = 0; k < K; ++k) inner_st[k] = L.st[k][1];
+  auto tiles = [&](int64_t b0, int64_t b1) {
+    for (int64_t b = b0; b < b1; ++b) {
+      const int64_t r0 = b * kTile, r1 = std::min(nrows, r0 + kTile);
+      for (int64_t j0 = 0; j0 < inner; j0 += kTile) {
+        const int64_t n = std::min(kTile, inner - j0);
+        for (int64_t r = r0; r < r1; ++r) {
+          int64_t off[K];
+          for (int k = 0; k < K; ++k) off[k] = r * L.st[k][0] + j0 * L.st[k][1];
+          row(off, n, inner_st);
+        }
+      }
+    }
+  };
+  if (threads <= 1 || row_tiles < 2) return tiles(0, row_tiles);
+#pragma omp parallel num_threads(threads)
+  {
+    const int t = omp_get_thread_num(), nt = omp_get_num_threads();
+    tiles(row_tiles * t / nt, row_tiles * (t + 1) / nt);
+  }
+}
+
 // Calls row(offsets[K], n, inner_strides[K]) for every innermost row of the layout.
 template <int K, class Row>
 void run_rows(const Layout<K>& L, Row&& row) {
@@ -94,6 +139,12 @@ void run_rows(const Layout<K>& L, Row&& row) {
 
   const int64_t total = nrows * inner;
   const int threads = total >= kParallelMin ? omp_get_max_threads() : 1;
+  if (nd == 2 && nrows > 1 && inner > 1 && disagree_on_unit_axis(L)) {
+    // A strided element costs ~4x a contiguous one (no vectors, a line per column): threads pay
+    // from a quarter of the usual size (a 128 x 128 activation's pullback).
+    run_tiles(L, row, total >= kParallelMin / 4 ? omp_get_max_threads() : 1);
+    return;
+  }
   if (threads <= 1) {
     rows(0, nrows);
   } else if (nrows >= threads) {

@@ -146,6 +146,7 @@ void register_reference_elementwise() {
   register_kernel(tanh_backward_p, cpu, r, binary<math::TanhBackward>);
   register_kernel(square_backward_p, cpu, r, binary<math::SquareBackward>);
   register_kernel(sigmoid_backward_p, cpu, r, binary<math::SigmoidBackward>);
+  register_kernel(relu_backward_p, cpu, r, binary<math::ReluBackward>);
 }
 
 }  // namespace fx::backend

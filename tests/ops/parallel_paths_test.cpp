@@ -1,0 +1,159 @@
+// The multi-threaded paths of the CPU kernels, on sizes above their thresholds, agree with the
+// reference backend and with one thread: matmul split by rows of C, 2-d elementwise layouts with
+// a transposed operand (walked in tiles), the fused relu pullback, the optimiser loop and the
+// DataLoader's row gather. Two threads are requested whatever the machine has.
+#include <gtest/gtest.h>
+#include <omp.h>
+
+#include <cstring>
+#include <numeric>
+#include <vector>
+
+#include <fluxion/ad/reverse.hpp>
+#include <fluxion/data/dataloader.hpp>
+#include <fluxion/ops.hpp>
+#include <fluxion/optim/rules.hpp>
+#include <fluxion/testing/backends.hpp>
+
+namespace {
+
+using fx::Tensor;
+
+// Sets the OpenMP thread count for one scope.
+struct Threads {
+  int saved = omp_get_max_threads();
+  explicit Threads(int n) { omp_set_num_threads(n); }
+  ~Threads() { omp_set_num_threads(saved); }
+};
+
+template <class F>
+Tensor on_reference(F f) {
+  fx::testing::BackendScope scope(fx::testing::Backends::reference);
+  return f();
+}
+
+template <class F>
+Tensor with_threads(int n, F f) {
+  Threads t(n);
+  return f();
+}
+
+// Bit-for-bit equality of two tensors of one shape and dtype (NaNs compare by their bits).
+bool same_bits(const Tensor& a, const Tensor& b) {
+  if (a.shape() != b.shape() || a.dtype() != b.dtype()) return false;
+  Tensor x = a.contiguous(), y = b.contiguous();
+  return std::memcmp(x.raw_data(), y.raw_data(), size_t(x.numel()) * fx::itemsize(x.dtype())) == 0;
+}
+
+TEST(ParallelPaths, MatmulSplitByRowsMatchesReference) {
+  fx::Generator gen(3);
+  struct Case {
+    int64_t m, k, n;
+    bool ta, tb;  // operands given as transposed views
+  };
+  // The MLP's products (both layouts of each operand), an odd row count, few rows, and a
+  // product just above the split threshold.
+  const Case cases[] = {{256, 784, 128, false, true}, {256, 128, 784, true, false},
+                        {256, 128, 128, true, true},  {37, 300, 91, false, false},
+                        {10, 128, 128, false, true},  {64, 64, 40, false, false}};
+  for (fx::DType t : {fx::f32, fx::f64}) {
+    const double tol = t == fx::f32 ? 1e-4 : 1e-12;
+    for (const Case& c : cases) {
+      Tensor a = c.ta ? fx::transpose(fx::randn({c.k, c.m}, gen, t)) : fx::randn({c.m, c.k}, gen, t);
+      Tensor b = c.tb ? fx::transpose(fx::randn({c.n, c.k}, gen, t)) : fx::randn({c.k, c.n}, gen, t);
+      Tensor two = with_threads(2, [&] { return fx::matmul(a, b); });
+      Tensor one = with_threads(1, [&] { return fx::matmul(a, b); });
+      Tensor ref = on_reference([&] { return fx::matmul(a, b); });
+      EXPECT_TRUE(fx::allclose(two, ref, tol, tol)) << c.m << "x" << c.k << "x" << c.n;
+      EXPECT_TRUE(fx::allclose(two, one, tol, tol)) << c.m << "x" << c.k << "x" << c.n;
+    }
+  }
+  // Batched: every product of the batch is split the same way.
+  Tensor a = fx::randn({3, 96, 200}, gen), b = fx::randn({3, 200, 72}, gen);
+  Tensor two = with_threads(2, [&] { return fx::matmul(a, b); });
+  EXPECT_TRUE(fx::allclose(two, on_reference([&] { return fx::matmul(a, b); }), 1e-4, 1e-4));
+}
+
+TEST(ParallelPaths, TransposedOperandsWalkedInTilesMatchReference) {
+  fx::Generator gen(5);
+  // Large (threads), medium (threads from a quarter of the usual size), small (one thread), and
+  // shapes that are not multiples of the tile.
+  const std::pair<int64_t, int64_t> shapes[] = {{200, 300}, {128, 128}, {33, 65}, {7, 100}};
+  for (fx::DType t : {fx::f32, fx::f64}) {
+    for (auto [r, c] : shapes) {
+      Tensor xt = fx::transpose(fx::randn({c, r}, gen, t));  // (r, c), unit stride down columns
+      Tensor y = fx::randn({r, c}, gen, t);
+      Tensor bias = fx::randn({c}, gen, t);
+      auto ops = [&] {
+        return std::vector<Tensor>{xt + y, y * xt, xt + bias, fx::maximum(xt, y)};
+      };
+      std::vector<Tensor> two;
+      {
+        Threads th(2);
+        two = ops();
+      }
+      std::vector<Tensor> ref;
+      {
+        fx::testing::BackendScope scope(fx::testing::Backends::reference);
+        ref = ops();
+      }
+      for (size_t i = 0; i < two.size(); ++i)
+        EXPECT_TRUE(same_bits(two[i], ref[i])) << "op " << i << " on " << r << "x" << c;
+    }
+  }
+}
+
+TEST(ParallelPaths, FusedReluPullbackMatchesComposedRule) {
+  fx::Generator gen(9);
+  for (fx::DType t : {fx::f32, fx::f64}) {
+    for (auto [r, c] : {std::pair<int64_t, int64_t>{128, 256}, {128, 128}, {5, 7}}) {
+      Tensor x = fx::randn({r, c}, gen, t);
+      auto [y, back] = fx::pullback([](const Tensor& v) { return fx::relu(v); }, x);
+      // A cotangent as a matmul pullback gives it (transposed) and a contiguous one.
+      for (Tensor dy : {fx::transpose(fx::randn({c, r}, gen, t)), fx::randn({r, c}, gen, t)}) {
+        Tensor fused = with_threads(2, [&] { return back(dy); });
+        Tensor composed = fx::where(y > 0.0, dy, 0.0);
+        EXPECT_TRUE(same_bits(fused, composed)) << r << "x" << c;
+      }
+    }
+  }
+  // Zero and NaN pre-activations get a +0 gradient, as the composed rule gives them.
+  Tensor x = fx::tensor({-1.0, 0.0, std::nan(""), 2.0});
+  auto [y, back] = fx::pullback([](const Tensor& v) { return fx::relu(v); }, x);
+  Tensor dy = fx::tensor({5.0, 6.0, 7.0, std::nan("")});
+  EXPECT_TRUE(same_bits(back(dy), fx::where(y > 0.0, dy, 0.0)));
+}
+
+TEST(ParallelPaths, AdamOnTwoThreadsMatchesOneThread) {
+  fx::Generator gen(11);
+  const fx::optim::Adam adam{};
+  // 784 x 256: the MLP's first weight, well above the optimiser loop's threshold.
+  Tensor p0 = fx::randn({784, 256}, gen);
+  Tensor g1 = fx::randn({784, 256}, gen), g2 = fx::randn({784, 256}, gen);
+  auto run = [&](int threads) {
+    Threads th(threads);
+    Tensor p = p0.clone();
+    auto s = adam.init(p);
+    adam.apply(s, p, g1);
+    adam.apply(s, p, g2);
+    return std::vector<Tensor>{p, s.m, s.v};
+  };
+  std::vector<Tensor> one = run(1), two = run(2);
+  for (size_t i = 0; i < one.size(); ++i) EXPECT_TRUE(same_bits(one[i], two[i])) << i;
+}
+
+TEST(ParallelPaths, RowGatherOnTwoThreadsCopiesEveryRow) {
+  fx::Generator gen(13);
+  Tensor x = fx::randn({1000, 784}, gen);  // 300 rows: 940 kB, above the gather threshold
+  std::vector<int64_t> rows(300);
+  for (size_t i = 0; i < rows.size(); ++i) rows[i] = int64_t((i * 7919) % 1000);
+  Tensor got = with_threads(2, [&] { return fx::data::take_rows(x, rows); });
+  ASSERT_EQ(got.shape(), (fx::Shape{300, 784}));
+  const float* src = x.data<float>();
+  const float* dst = got.data<float>();
+  for (size_t i = 0; i < rows.size(); ++i)
+    ASSERT_EQ(std::memcmp(dst + i * 784, src + rows[i] * 784, 784 * sizeof(float)), 0) << i;
+  EXPECT_THROW(fx::data::take_rows(x, std::vector<int64_t>{0, 1000}), fx::Error);
+}
+
+}  // namespace
