@@ -1,7 +1,9 @@
 // Scalar reverse-mode AD (fx::Real through fx::gradient) against the same generic code run on
-// double, in one run: (a) a dot product of length 10^6, (b) ADBench's GMM objective (d=10, K=25,
-// 1000 points), its sum over points written once with fx::preaccumulated_sum (gmm_ratio) and
-// once as a plain loop (gmm_loop_ratio: every operation of every point on one 68 MB tape).
+// double, in one run: (a) a dot product of length 10^6, element by element; (b) ADBench's GMM
+// objective (d=10, K=25, 1000 points) written as ADBench's reference is, Q (x - mu) by rows with
+// fx::dot_product and its fx::squared_norm, the sum over points with fx::preaccumulated_sum
+// (gmm_ratio) or as a plain loop (gmm_loop_ratio: every point on one tape); and the same
+// objective element by element (gmm_elements_ratio, against its own double evaluation).
 // Prints name=value lines. Plain and gradient runs alternate; times are medians over rounds and
 // ratios the medians of the per-round ratios.
 //
@@ -19,6 +21,7 @@
 #include <cstdlib>
 #include <numbers>
 #include <random>
+#include <span>
 #include <string>
 #include <tuple>
 #include <vector>
@@ -26,6 +29,7 @@
 #include <fluxion/ad/preaccumulate.hpp>
 #include <fluxion/ad/reverse.hpp>
 #include <fluxion/ad/scalar.hpp>
+#include <fluxion/ad/scalar_reduce.hpp>
 #include <fluxion/data/adbench.hpp>
 
 namespace {
@@ -166,25 +170,45 @@ double log_gamma_distrib(double a, int p) {
 // How the sum over points is written: a plain loop (every operation of every point on one tape)
 // or fx::preaccumulated_sum (each point's tape swept while it is in cache).
 enum class Sum { loop, preaccumulated };
+// How the inner products are written: with fx::dot_product and fx::squared_norm over rows, as
+// ADBench's reference (gmm.h) does with its sqnorm and Qtimesx helpers (one tape statement per
+// row), or element by element (`qxc[b] += L * xc[a]`: one statement per multiply-add).
+enum class Inner { ranges, elements };
 
 template <class T>
 T gmm_objective(const fx::data::GmmInput& in, const std::vector<T>& alphas,
-                const std::vector<T>& means, const std::vector<T>& icf, Sum how) {
+                const std::vector<T>& means, const std::vector<T>& icf, Sum how, Inner inner) {
   using std::exp, std::log;
-  const int d = in.d, k = in.k, n = in.n, q = in.icf_size();
+  const int d = in.d, k = in.k, n = in.n, q = in.icf_size(), tri = d * (d + 1) / 2;
   std::vector<T> qdiag(size_t(d) * k), sum_qs(k), xc(d), qxc(d), main_term(k);
+  // Q_c by rows for the range form: row b holds L(b, 0..b-1) then exp(q_b), so
+  // (Q_c v)_b = dot(row b, v[0..b]). icf stores L by columns; column a starts at a(2d-a-1)/2.
+  std::vector<T> qrows(inner == Inner::ranges ? size_t(tri) * k : 0);
   for (int c = 0; c < k; ++c) {
     sum_qs[c] = 0;
     for (int j = 0; j < d; ++j) {
       sum_qs[c] += icf[c * q + j];
       qdiag[c * d + j] = exp(icf[c * q + j]);
     }
+    if (inner == Inner::ranges)
+      for (int b = 0; b < d; ++b) {
+        T* row = &qrows[size_t(c) * tri + b * (b + 1) / 2];
+        for (int a = 0; a < b; ++a) row[a] = icf[c * q + d + a * (2 * d - a - 1) / 2 + (b - a - 1)];
+        row[b] = qdiag[c * d + b];
+      }
   }
   // One point's log-sum-exp over components.
   auto point_term = [&](size_t i) {
     const double* x = &in.x[i * d];
     for (int c = 0; c < k; ++c) {
       for (int j = 0; j < d; ++j) xc[j] = x[j] - means[c * d + j];
+      if (inner == Inner::ranges) {
+        for (int b = 0; b < d; ++b)
+          qxc[b] = fx::dot_product(std::span(&qrows[size_t(c) * tri + b * (b + 1) / 2], b + 1),
+                                   std::span(xc.data(), b + 1));
+        main_term[c] = alphas[c] + sum_qs[c] - 0.5 * fx::squared_norm(qxc);
+        continue;
+      }
       // Q (x - mu): the diagonal, then the strictly-lower entries column by column.
       for (int j = 0; j < d; ++j) qxc[j] = qdiag[c * d + j] * xc[j];
       int l = c * q + d;
@@ -250,36 +274,52 @@ int main(int argc, char** argv) {
   print_phases("dot", phases(reps, fdot, a, b));
 
   // ---- (b) ADBench GMM: the plain evaluation, then gradients with the sum over points written
-  // as fx::preaccumulated_sum (gmm_*) and as a plain loop on one long tape (gmm_loop_*).
+  // as fx::preaccumulated_sum (gmm_*) and as a plain loop on one long tape (gmm_loop_*), inner
+  // products over rows (fx::dot_product, fx::squared_norm); and the element-by-element form
+  // (gmm_elements_*) against its own plain evaluation.
   fx::data::GmmInput in = fx::data::read_gmm(path);
-  auto objective = [&](Sum how) {
-    return [&in, how](const auto& al, const auto& mu, const auto& ic) {
-      return gmm_objective(in, al, mu, ic, how);
+  auto objective = [&](Sum how, Inner inner) {
+    return [&in, how, inner](const auto& al, const auto& mu, const auto& ic) {
+      return gmm_objective(in, al, mu, ic, how, inner);
     };
   };
-  auto plain = [&] { return gmm_objective(in, in.alphas, in.means, in.icf, Sum::loop); };
-  double e = 0;
+  auto plain_in = [&](Inner inner) {
+    return gmm_objective(in, in.alphas, in.means, in.icf, Sum::loop, inner);
+  };
+  auto plain = [&] { return plain_in(Inner::ranges); };
+  double e = 0, e_elements = 0;
   using Grads = std::tuple<std::vector<double>, std::vector<double>, std::vector<double>>;
-  Grads gg, gl;
+  Grads gg, gl, ge;
+  auto grad_of = [&](Sum how, Inner inner) {
+    return fx::gradient(objective(how, inner), in.alphas, in.means, in.icf);
+  };
   Paired gt = time_paired(
-      reps, [&] { e = plain(); },
-      [&] { gg = fx::gradient(objective(Sum::preaccumulated), in.alphas, in.means, in.icf); },
-      [&] { gl = fx::gradient(objective(Sum::loop), in.alphas, in.means, in.icf); });
+      reps, [&] { e = plain(); }, [&] { gg = grad_of(Sum::preaccumulated, Inner::ranges); },
+      [&] { gl = grad_of(Sum::loop, Inner::ranges); });
+  Paired et = time_paired(
+      reps, [&] { e_elements = plain_in(Inner::elements); },
+      [&] { ge = grad_of(Sum::preaccumulated, Inner::elements); });
   const Timing t_obj = gt.plain, t_ggrad = gt.other[0], t_lgrad = gt.other[1];
-  Phases gp = phases(reps, objective(Sum::preaccumulated), in.alphas, in.means, in.icf);
-  Phases lp = phases(reps, objective(Sum::loop), in.alphas, in.means, in.icf);
+  Phases gp = phases(reps, objective(Sum::preaccumulated, Inner::ranges), in.alphas, in.means,
+                     in.icf);
+  Phases lp = phases(reps, objective(Sum::loop, Inner::ranges), in.alphas, in.means, in.icf);
+  Phases ep = phases(reps, objective(Sum::preaccumulated, Inner::elements), in.alphas, in.means,
+                     in.icf);
 
   // The two gradients agree; central differences on random coordinates of each block (h scaled
   // to the parameter) check the preaccumulated one.
-  double max_rel = 0, loop_vs_pre = 0;
+  double max_rel = 0, variants_max_rel_diff = 0;
   std::vector<double>* blocks[3] = {&in.alphas, &in.means, &in.icf};
   std::vector<double>* grads[3] = {&std::get<0>(gg), &std::get<1>(gg), &std::get<2>(gg)};
   std::vector<double>* loop_grads[3] = {&std::get<0>(gl), &std::get<1>(gl), &std::get<2>(gl)};
+  std::vector<double>* elem_grads[3] = {&std::get<0>(ge), &std::get<1>(ge), &std::get<2>(ge)};
   int checked = 0;
   for (int blk = 0; blk < 3; ++blk) {
     for (size_t j = 0; j < grads[blk]->size(); ++j) {
-      double x = (*grads[blk])[j], y = (*loop_grads[blk])[j];
-      loop_vs_pre = std::max(loop_vs_pre, std::abs(x - y) / std::max(1.0, std::abs(y)));
+      double x = (*grads[blk])[j];
+      for (double y : {(*loop_grads[blk])[j], (*elem_grads[blk])[j]})
+        variants_max_rel_diff =
+            std::max(variants_max_rel_diff, std::abs(x - y) / std::max(1.0, std::abs(y)));
     }
     std::uniform_int_distribution<size_t> pick(0, blocks[blk]->size() - 1);
     for (int t = 0; t < 4; ++t, ++checked) {
@@ -306,10 +346,16 @@ int main(int argc, char** argv) {
   std::printf("gmm_objective_min_s=%.6f\n", t_obj.min);
   std::printf("gmm_gradient_min_s=%.6f\n", t_ggrad.min);
   std::printf("gmm_ratio_of_minima=%.2f\n", t_ggrad.min / t_obj.min);
+  std::printf("gmm_elements_objective_s=%.6f\n", et.plain.median);
+  std::printf("gmm_elements_gradient_s=%.6f\n", et.other[0].median);
+  std::printf("gmm_elements_ratio=%.2f\n", et.ratio[0]);
   print_phases("gmm", gp);
   print_phases("gmm_loop", lp);
+  print_phases("gmm_elements", ep);
   std::printf("gmm_fd_coordinates=%d\n", checked);
   std::printf("gmm_fd_max_rel_error=%.3g\n", max_rel);
-  std::printf("gmm_loop_vs_preaccumulated_max_rel_diff=%.3g\n", loop_vs_pre);
+  std::printf("gmm_objective_forms_max_rel_diff=%.3g\n",
+              std::abs(e - e_elements) / std::max(1.0, std::abs(e)));
+  std::printf("gmm_variants_max_rel_diff=%.3g\n", variants_max_rel_diff);
   return 0;
 }

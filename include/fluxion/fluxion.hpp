@@ -19,6 +19,7 @@
 #include "fluxion/ad/complex_scalar.hpp"
 #include "fluxion/ad/scalar.hpp"
 #include "fluxion/ad/scalar_derivatives.hpp"
+#include "fluxion/ad/scalar_reduce.hpp"
 #include "fluxion/core/fields.hpp"
 #include "fluxion/core/tensor.hpp"
 #include "fluxion/data/dataloader.hpp"

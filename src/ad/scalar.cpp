@@ -102,14 +102,22 @@ void ScalarTape::sweep(uint32_t out, uint32_t stop, double seed) {
     if (lo != hi) {
       const double a = w[k];
       w[k] = 0;
-      // Most statements have one to three operands: straight-line code for those keeps the
-      // loop's exit branch (unpredictable as counts vary) off the common path.
-      switch (hi - lo) {
-        case 3: w[idx[lo + 2]] += a * mul[lo + 2]; [[fallthrough]];
-        case 2: w[idx[lo + 1]] += a * mul[lo + 1]; [[fallthrough]];
-        case 1: w[idx[lo]] += a * mul[lo]; break;
-        default:
-          for (uint32_t j = lo; j < hi; ++j) w[idx[j]] += a * mul[j];
+      // Operands four at a time, then the one to three left (most statements have one to
+      // three in all): straight-line code keeps the loop's exit branch, unpredictable as
+      // counts vary, to one per four operands. Sequential updates, so an operand that appears
+      // twice (x * x) accumulates twice.
+      uint32_t j = lo;
+      for (; hi - j >= 4; j += 4) {
+        w[idx[j]] += a * mul[j];
+        w[idx[j + 1]] += a * mul[j + 1];
+        w[idx[j + 2]] += a * mul[j + 2];
+        w[idx[j + 3]] += a * mul[j + 3];
+      }
+      switch (hi - j) {
+        case 3: w[idx[j + 2]] += a * mul[j + 2]; [[fallthrough]];
+        case 2: w[idx[j + 1]] += a * mul[j + 1]; [[fallthrough]];
+        case 1: w[idx[j]] += a * mul[j]; break;
+        default: break;
       }
     }
     hi = lo;

@@ -159,6 +159,8 @@ class Real {
   double value() const { return v_; }
   uint32_t index() const { return i_; }
   uint32_t tape_id() const { return tape_; }  // the recording index() belongs to (0: constant)
+  // Both in one 64-bit word (tape id in the high half): one load in loops over many Reals.
+  uint64_t index_and_tape() const { return uint64_t(tape_) << 32 | i_; }
   explicit operator double() const { return v_; }
 
   template <class E>

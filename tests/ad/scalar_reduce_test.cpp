@@ -1,0 +1,166 @@
+// fx::sum / fx::squared_norm / fx::dot_product over ranges: one tape statement each with Real
+// elements, the plain loop with any other number type; gradients against finite differences and
+// the element-by-element loop, and the errors (lengths, Reals of another recording).
+#include <gtest/gtest.h>
+
+#include <array>
+#include <cmath>
+#include <complex>
+#include <fluxion/ad/dual.hpp>
+#include <fluxion/ad/preaccumulate.hpp>
+#include <fluxion/ad/reverse.hpp>
+#include <fluxion/ad/scalar_derivatives.hpp>
+#include <fluxion/ad/scalar_reduce.hpp>
+#include <span>
+#include <vector>
+
+#include "fluxion/core/error.hpp"
+
+namespace {
+
+// A function of one vector using every reduction, sub-ranges, mixed double/Real products and
+// an operand that appears in both ranges of a dot product.
+template <class T>
+T mix(const std::vector<T>& v) {
+  const std::vector<double> w = {0.5, -1.5, 2.0, 0.25, 3.0};
+  using std::exp;
+  T e = exp(fx::dot_product(std::span(v.data(), 2), std::span(v.data() + 1, 2)));
+  return fx::squared_norm(v) * fx::sum(v) + fx::dot_product(w, v) - fx::dot_product(v, w) * e +
+         fx::dot_product(v, v);
+}
+
+// The same, element by element.
+template <class T>
+T mix_loops(const std::vector<T>& v) {
+  const std::vector<double> w = {0.5, -1.5, 2.0, 0.25, 3.0};
+  using std::exp;
+  T sq = 0, s = 0, dw = 0, vv = 0;
+  for (size_t i = 0; i < v.size(); ++i) {
+    sq += v[i] * v[i];
+    s += v[i];
+    dw += w[i] * v[i];
+    vv += v[i] * v[i];
+  }
+  T e = exp(v[0] * v[1] + v[1] * v[2]);
+  return sq * s + dw - dw * e + vv;
+}
+
+const std::vector<double> kPoint = {0.3, -0.2, 0.7, 0.1, -0.4};
+
+}  // namespace
+
+TEST(ScalarReduce, ValuesEqualTheLoopsOnDoubles) {
+  EXPECT_NEAR(mix(kPoint), mix_loops(kPoint), 1e-14);
+  std::array<double, 3> a = {1, 2, 3};
+  EXPECT_EQ(fx::sum(a), 6.0);
+  EXPECT_EQ(fx::squared_norm(a), 14.0);
+  EXPECT_EQ(fx::dot_product(a, std::array<double, 3>{4, 5, 6}), 32.0);
+  EXPECT_EQ(fx::sum(std::vector<double>{}), 0.0);  // empty: T{}
+  std::vector<std::complex<double>> z = {{1, 2}, {3, -1}};
+  EXPECT_EQ(fx::dot_product(z, z), std::complex<double>(1, 2) * std::complex<double>(1, 2) +
+                                       std::complex<double>(3, -1) * std::complex<double>(3, -1));
+}
+
+TEST(ScalarReduce, GradientMatchesLoopsAndFiniteDifferences) {
+  std::vector<double> g = fx::gradient([](const auto& v) { return mix(v); }, kPoint);
+  std::vector<double> gl = fx::gradient([](const auto& v) { return mix_loops(v); }, kPoint);
+  ASSERT_EQ(g.size(), kPoint.size());
+  for (size_t i = 0; i < kPoint.size(); ++i) {
+    EXPECT_NEAR(g[i], gl[i], 1e-12) << i;
+    std::vector<double> a = kPoint, b = kPoint;
+    const double h = 1e-6;
+    a[i] += h;
+    b[i] -= h;
+    EXPECT_NEAR(g[i], (mix(a) - mix(b)) / (2 * h), 1e-7) << i;
+  }
+}
+
+TEST(ScalarReduce, OneStatementPerReduction) {
+  fx::ad::ScalarRecording rec;
+  std::vector<fx::Real> v;
+  for (double x : kPoint) v.push_back(rec.variable(x));
+  const size_t statements = rec.tape().size(), operations = rec.tape().operations();
+  fx::Real d = fx::dot_product(v, v);
+  EXPECT_EQ(rec.tape().size(), statements + 1);
+  EXPECT_EQ(rec.tape().operations(), operations + 2 * v.size());
+  EXPECT_DOUBLE_EQ(d.value(), fx::dot_product(kPoint, kPoint));
+  const auto& adj = rec.adjoints(d);
+  for (size_t i = 0; i < v.size(); ++i) EXPECT_DOUBLE_EQ(adj[v[i].index()], 2 * kPoint[i]);
+}
+
+TEST(ScalarReduce, ConstantsOnlyRecordNothing) {
+  fx::ad::ScalarRecording rec;
+  std::vector<fx::Real> c = {1.0, 2.0, 3.0};  // constants, not variables
+  const size_t statements = rec.tape().size();
+  fx::Real s = fx::sum(c), q = fx::squared_norm(c), d = fx::dot_product(c, c);
+  EXPECT_EQ(rec.tape().size(), statements);
+  EXPECT_EQ(s.index(), 0u);
+  EXPECT_EQ(q.index(), 0u);
+  EXPECT_EQ(d.index(), 0u);
+  EXPECT_EQ(s.value(), 6.0);
+  EXPECT_EQ(q.value(), 14.0);
+  // With no recording at all, constants reduce to constants.
+  EXPECT_EQ(fx::dot_product(std::vector<double>{1, 2}, std::vector<fx::Real>{3.0, 4.0}).value(), 11.0);
+}
+
+TEST(ScalarReduce, InsidePreaccumulatedSumsAndHessians) {
+  // Terms mix Reals made before the sum with the term's own.
+  auto f = [](const auto& v) {
+    using T = std::decay_t<decltype(v[0])>;
+    return fx::preaccumulated_sum(4, [&](size_t i) {
+      std::vector<T> shifted(v.size());
+      for (size_t j = 0; j < v.size(); ++j) shifted[j] = v[j] + double(i);
+      return T(fx::dot_product(shifted, v) + fx::squared_norm(shifted) * 0.1);
+    });
+  };
+  std::vector<double> g = fx::gradient(f, kPoint);
+  for (size_t j = 0; j < kPoint.size(); ++j) {
+    std::vector<double> a = kPoint, b = kPoint;
+    a[j] += 1e-6;
+    b[j] -= 1e-6;
+    EXPECT_NEAR(g[j], (f(a) - f(b)) / 2e-6, 1e-6) << j;
+  }
+  // Second derivatives run the functions on fx::Dual<fx::Real>: the generic loops.
+  auto H = fx::hessian([](const auto& v) { return fx::squared_norm(v) * fx::sum(v); }, kPoint);
+  double s = 0;
+  for (double x : kPoint) s += x;
+  for (size_t i = 0; i < kPoint.size(); ++i)
+    for (size_t j = 0; j < kPoint.size(); ++j)
+      EXPECT_NEAR(H[i][j], 2 * (i == j) * s + 2 * kPoint[i] + 2 * kPoint[j], 1e-12) << i << j;
+}
+
+TEST(ScalarReduce, Errors) {
+  std::vector<double> a = {1, 2, 3}, b = {1, 2};
+  EXPECT_THROW(fx::dot_product(a, b), fx::Error);
+  try {
+    fx::dot_product(a, b);
+  } catch (const fx::Error& e) {
+    EXPECT_NE(std::string(e.what()).find("fx::dot_product"), std::string::npos);
+    EXPECT_NE(std::string(e.what()).find("3 and 2"), std::string::npos);
+  }
+  // A Real of a finished recording, in each reduction.
+  std::vector<fx::Real> stale;
+  {
+    fx::ad::ScalarRecording old;
+    stale = {old.variable(1.0), old.variable(2.0)};
+  }
+  fx::ad::ScalarRecording rec;
+  std::vector<fx::Real> v = {rec.variable(1.0), rec.variable(2.0)};
+  EXPECT_THROW(fx::sum(stale), fx::Error);
+  EXPECT_THROW(fx::squared_norm(stale), fx::Error);
+  EXPECT_THROW(fx::dot_product(v, stale), fx::Error);
+  EXPECT_THROW(fx::dot_product(stale, v), fx::Error);
+  EXPECT_THROW(fx::dot_product(std::vector<double>{1, 2}, stale), fx::Error);
+  // A term's Real used by a later term.
+  fx::Real kept;
+  EXPECT_THROW(fx::preaccumulated_sum(2,
+                                      [&](size_t i) {
+                                        fx::Real t = v[0] * double(i + 1);
+                                        if (i == 1)
+                                          return fx::Real(fx::dot_product(
+                                              std::span(&kept, 1), std::span(v.data(), 1)));
+                                        kept = t;
+                                        return t;
+                                      }),
+               fx::Error);
+}
