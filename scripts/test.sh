@@ -20,6 +20,10 @@ cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=Release -DFLUXION_TESTS=ON -DFLU
   -DFLUXION_EXAMPLES=ON -DFLUXION_WITH_TORCH=ON >/dev/null
 cmake --build build -j "$jobs"
 
+# ctest runs tests side by side, each with an OpenMP team: workers that sleep at joins instead of
+# spinning keep two teams on two cores from stalling each other (README, "Threads and BLAS").
+export OMP_WAIT_POLICY="${OMP_WAIT_POLICY:-passive}"
+
 echo "== tests (Release)"
 ctest --test-dir build -j "$jobs" --output-on-failure --timeout 600
 
