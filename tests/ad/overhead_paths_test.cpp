@@ -76,7 +76,8 @@ TEST(OverheadPaths, FusedMatmulPullbackMatchesComposedRule) {
       SCOPED_TRACE(::testing::Message() << fx::dtype_name(t) << (reference ? ", reference" : ""));
       const double tol = t == fx::f32 ? 1e-5 : 1e-12;
       fx::Generator gen(5);
-      Tensor a = fx::randn({3, 40, 10}, gen, t), q = fx::randn({3, 10, 10}, gen, t);
+      // (4, 400, 10): enough work to split the batches across threads where there are any.
+      Tensor a = fx::randn({4, 400, 10}, gen, t), q = fx::randn({4, 10, 10}, gen, t);
       Tensor w = fx::randn({10, 7}, gen, t);
       auto [y, back] = fx::pullback(
           [](const Tensor& x, const Tensor& v) { return fx::matmul(x, fx::transpose(v, 1, 2)); },

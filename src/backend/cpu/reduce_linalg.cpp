@@ -453,13 +453,29 @@ void narrow_dispatch(int64_t n, int64_t i0, int64_t i1, int64_t k, const T* a, i
    ...);
 }
 
+bool is_narrow(int64_t n, int64_t k) {
+  return n >= 1 && n <= kNarrowCols && k >= 1 && k <= kNarrowInner;
+}
+
+// out rows [i0, i1) of A B (out row-major m x n, A(i, p) = a[i ars + p acs], B(p, j) =
+// b[p brs + j bcs]) for a narrow product (is_narrow(n, k)).
+template <class T>
+void narrow_product(int64_t i0, int64_t i1, int64_t n, int64_t k, const T* a, int64_t ars,
+                    int64_t acs, const T* b, int64_t brs, int64_t bcs, T* out) {
+  T packed[kNarrowCols * kNarrowInner];
+  for (int64_t p = 0; p < k; ++p)
+    for (int64_t j = 0; j < n; ++j) packed[p * n + j] = b[p * brs + j * bcs];
+  narrow_dispatch<T>(n, i0, i1, k, a, ars, acs, packed, out,
+                     std::make_integer_sequence<int, kNarrowCols>());
+}
+
 // The narrow path (above) for c, or false when c is not such a product.
 bool narrow_matmul(const KernelCall& c) {
   const Tensor &a = c.in[0], &b = c.in[1];
   if (a.dtype() != f32 && a.dtype() != f64) return false;
   const int nd = a.ndim();
   const int64_t m = a.shape()[nd - 2], k = a.shape()[nd - 1], n = b.shape()[nd - 1];
-  if (n < 1 || n > kNarrowCols || k < 1 || k > kNarrowInner) return false;
+  if (!is_narrow(n, k)) return false;
   auto run = [&]<class T>() {
     int64_t batches = 1;
     for (int d = 0; d < nd - 2; ++d) batches *= a.shape()[d];
@@ -467,10 +483,7 @@ bool narrow_matmul(const KernelCall& c) {
     const int threads = batches * m * n * k >= kParallelGemm && !omp_in_parallel()
                             ? omp_get_max_threads()
                             : 1;
-    const int64_t ars = a.stride(nd - 2), acs = a.stride(nd - 1);
-    const int64_t brs = b.stride(nd - 2), bcs = b.stride(nd - 1);
     split_range(batches * chunks, threads, [&](int64_t t0, int64_t t1) {
-      T packed[kNarrowCols * kNarrowInner];
       for (int64_t t = t0; t < t1; ++t) {
         const int64_t bi = t / chunks, ch = t % chunks;
         int64_t ao = 0, bo = 0, rem = bi;
@@ -479,13 +492,10 @@ bool narrow_matmul(const KernelCall& c) {
           bo += (rem % a.shape()[d]) * b.stride(d);
           rem /= a.shape()[d];
         }
-        const T* bp = b.data<T>() + bo;
-        for (int64_t p = 0; p < k; ++p)
-          for (int64_t j = 0; j < n; ++j) packed[p * n + j] = bp[p * brs + j * bcs];
         const int64_t i0 = ch * kNarrowRowsPerTask, i1 = std::min(m, i0 + kNarrowRowsPerTask);
-        narrow_dispatch<T>(n, i0, i1, k, a.data<T>() + ao, ars, acs, packed,
-                           c.out.data<T>() + bi * m * n,
-                           std::make_integer_sequence<int, kNarrowCols>());
+        narrow_product<T>(i0, i1, n, k, a.data<T>() + ao, a.stride(nd - 2), a.stride(nd - 1),
+                          b.data<T>() + bo, b.stride(nd - 2), b.stride(nd - 1),
+                          c.out.data<T>() + bi * m * n);
       }
     });
   };
@@ -567,21 +577,34 @@ bool matmul_backward(const KernelCall& c) {
     for (int d = 0; d < nd - 2; ++d) batches *= a.shape()[d];
     T* da = c.out.data<T>();
     T* db = da + batches * m * k;
-    for (int64_t bi = 0; bi < batches; ++bi) {
-      int64_t go = 0, ao = 0, bo = 0, rem = bi;
-      for (int d = nd - 3; d >= 0; --d) {
-        const int64_t i = rem % a.shape()[d];
-        go += i * dy.stride(d);
-        ao += i * a.stride(d);
-        bo += i * b.stride(d);
-        rem /= a.shape()[d];
+    // Threads take whole batches; each product then runs single-threaded inside the team, which
+    // only an OpenMP build of OpenBLAS does (see gemm_threads).
+    static const bool blas_runs_in_our_team = openblas_get_parallel() == 2;
+    const int threads = blas_runs_in_our_team && batches > 1 &&
+                                batches * m * n * k >= kParallelGemm && !omp_in_parallel()
+                            ? omp_get_max_threads()
+                            : 1;
+    split_range(batches, threads, [&](int64_t b0, int64_t b1) {
+      for (int64_t bi = b0; bi < b1; ++bi) {
+        int64_t go = 0, ao = 0, bo = 0, rem = bi;
+        for (int d = nd - 3; d >= 0; --d) {
+          const int64_t i = rem % a.shape()[d];
+          go += i * dy.stride(d);
+          ao += i * a.stride(d);
+          bo += i * b.stride(d);
+          rem /= a.shape()[d];
+        }
+        const T* gp = dy.data<T>() + go;
+        if (is_narrow(k, n))  // dA's rows have k columns and sum over n (see narrow_matmul)
+          narrow_product<T>(0, m, k, n, gp, dy.stride(nd - 2), dy.stride(nd - 1), b.data<T>() + bo,
+                            b.stride(nd - 1), b.stride(nd - 2), da + bi * m * k);
+        else
+          gemm_rows<T>(g.trans, bt.trans, m, k, n, gp, g.ld, b.data<T>() + bo, bt.ld,
+                       da + bi * m * k, k);
+        gemm_rows<T>(at.trans, g.trans, k, n, m, a.data<T>() + ao, at.ld, gp, g.ld,
+                     db + bi * k * n, n);
       }
-      const T* gp = dy.data<T>() + go;
-      gemm_rows<T>(g.trans, bt.trans, m, k, n, gp, g.ld, b.data<T>() + bo, bt.ld,
-                   da + bi * m * k, k);
-      gemm_rows<T>(at.trans, g.trans, k, n, m, a.data<T>() + ao, at.ld, gp, g.ld,
-                   db + bi * k * n, n);
-    }
+    });
   };
   if (a.dtype() == f32) run.template operator()<float>();
   else run.template operator()<double>();
