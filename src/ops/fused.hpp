@@ -19,6 +19,10 @@ extern Primitive square_backward_p;   // (dy, x) -> dy * (2 x), for y = x^2 (rea
 extern Primitive logsumexp_backward_p;
 extern Primitive sigmoid_backward_p;  // (dy, y) -> dy * (y * (1 - y)), y = sigmoid(x)
 extern Primitive relu_backward_p;     // (dy, y) -> y > 0 ? dy : 0, y = relu(x)
+// (dy, a, b) -> [dA | dB] for y = a @ b (real, equal batch dims): dA = dy b^T and dB = a^T dy
+// flat in one buffer, dA first, each row-major. Batch by batch, so each batch of dy is read
+// from memory once and again from cache.
+extern Primitive matmul_backward_p;
 
 // Sets dx = p(dy, y) and returns true when no differentiation is recording, dy and y are f32 or
 // f64 of one shape and dtype, and the device has a kernel for p; otherwise returns false and the

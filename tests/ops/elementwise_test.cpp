@@ -80,6 +80,11 @@ std::vector<Row> elementwise_rows() {
       {"mul_short_rows", bin(fx::mul),
        {.cases = pairs({{{6, 40, 10}, {6, 40, 1}}, {{6, 40, 1}, {6, 40, 10}}, {{40, 7}, {5, 1, 7}}}),
         .dtypes = kNumeric}},
+      // A row repeated down a column of short rows (the GMM's x - mu, (N, D) - (K, 1, D)): the
+      // tuned loops lay the row out in whole periods and run flat.
+      {"add_repeated_short_row", bin(fx::add),
+       {.cases = pairs({{{40, 10}, {6, 1, 10}}, {{6, 1, 7}, {50, 7}}, {{3, 300, 11}, {3, 1, 11}}}),
+        .dtypes = kNumeric}},
       {"div", bin(fx::div), {.cases = bs, .ranges = {{-2, 2}, {0.5, 2}}}},
       {"div_negative_divisor", bin(fx::div),
        {.cases = pairs({{{6, 5}, {6, 5}}}), .ranges = {{-2, 2}, {-2, -0.5}}}},

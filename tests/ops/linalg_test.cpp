@@ -29,6 +29,16 @@ std::vector<Row> linalg_rows() {
       {"matmul_small_transposed_right",
        [](const Args& a) { return fx::matmul(a[0], fx::transpose(a[1], -2, -1)); },
        {.cases = pairs({{{3, 40, 5}, {3, 4, 5}}, {{30, 2}, {3, 2}}, {{9, 1}, {1, 1}}})}},
+      // Narrow products (at most 12 columns, inner dimension at most 16): the CPU kernel keeps
+      // blocks of rows in registers, packing B per batch (a broadcast B, a transposed B).
+      {"matmul_narrow", bin(fx::matmul),
+       {.cases = pairs({{{3, 300, 10}, {3, 10, 10}},
+                        {{70, 16}, {16, 12}},
+                        {{2, 41, 7}, {7, 1}},
+                        {{2, 3, 9, 4}, {4, 5}}})}},
+      {"matmul_narrow_transposed_right",
+       [](const Args& a) { return fx::matmul(a[0], fx::transpose(a[1], -2, -1)); },
+       {.cases = pairs({{{4, 130, 10}, {4, 10, 10}}, {{33, 3}, {11, 3}}})}},
       {"dot", bin(fx::dot), {.cases = pairs({{{17}, {17}}, {{1}, {1}}, {{0}, {0}}})}},
   };
 }

@@ -50,6 +50,12 @@ std::vector<Row> reduce_rows() {
        {.cases = shapes({{3, 50, 2}, {2, 9, 7}, {41, 3}, {2, 3, 5}}), .dtypes = kNumeric}},
       {"sum_short_last_axis", un([](const Tensor& x) { return fx::sum(x, {-1}); }),
        {.cases = shapes({{300, 3}, {5, 7}, {4, 1}, {2, 2000, 2}})}},
+      // Rows of 8 to 16 elements: fixed-width loops (a sum over the GMM's D = 10, and mu's
+      // gradient unbroadcast over the points).
+      {"sum_fixed_width_rows", un([](const Tensor& x) { return fx::sum(x, {-1}); }),
+       {.cases = shapes({{300, 10}, {7, 8}, {3, 5, 16}, {2, 9}}), .dtypes = kNumeric}},
+      {"sum_fixed_width_columns", un([](const Tensor& x) { return fx::sum(x, {1}); }),
+       {.cases = shapes({{3, 50, 10}, {2, 9, 16}, {4, 7, 8}, {2, 3, 13}}), .dtypes = kNumeric}},
       {"max_large", un([](const Tensor& x) { return fx::sum(fx::max(x, -1)) + fx::sum(fx::max(x, 0)); }),
        {.cases = shapes({{300, 150}})}},
       {"argmax", un([](const Tensor& x) { return fx::argmax(x, -1); }),

@@ -107,8 +107,10 @@ void run_tiles(const Layout<K>& L, Row& row, int threads) {
 }
 
 // Calls row(offsets[K], n, inner_strides[K]) for every innermost row of the layout.
+// tiles = false keeps whole rows even where an operand steps further along the inner axis (rows
+// of a folded layout are blocks of short rows, not elements: see fold_short_rows).
 template <int K, class Row>
-void run_rows(const Layout<K>& L, Row&& row) {
+void run_rows(const Layout<K>& L, Row&& row, bool tiles = true) {
   const int nd = L.nd;
   const int64_t inner = L.shape[nd - 1];
   int64_t inner_st[K];
@@ -139,7 +141,7 @@ void run_rows(const Layout<K>& L, Row&& row) {
 
   const int64_t total = nrows * inner;
   const int threads = total >= kParallelMin ? omp_get_max_threads() : 1;
-  if (nd == 2 && nrows > 1 && inner > 1 && disagree_on_unit_axis(L)) {
+  if (tiles && nd == 2 && nrows > 1 && inner > 1 && disagree_on_unit_axis(L)) {
     // A strided element costs ~4x a contiguous one (no vectors, a line per column): threads pay
     // from a quarter of the usual size (a 128 x 128 activation's pullback).
     run_tiles(L, row, total >= kParallelMin / 4 ? omp_get_max_threads() : 1);
@@ -233,7 +235,7 @@ bool fold_short_rows(const Layout<3>& L, Column&& column) {
   const int64_t inner_st[3] = {1, s1, s2};
   run_rows<3>(outer, [&](const int64_t* off, int64_t rows, const int64_t* rs) {
     column(off, rows, rs, w, inner_st);
-  });
+  }, /*tiles=*/false);
   return true;
 }
 

@@ -1,5 +1,6 @@
 // Reference matmul: the textbook triple loop over strided operands, accumulated in double.
 #include "backend/backends.hpp"
+#include "ops/fused.hpp"
 
 namespace fx::backend {
 namespace {
@@ -38,8 +39,54 @@ bool matmul(const KernelCall& c) {
   return true;
 }
 
+// (dy, a, b) -> [dA | dB], dA = dy b^T, dB = a^T dy (ops/fused.hpp), by the same triple loops.
+bool matmul_backward(const KernelCall& c) {
+  const Tensor &dy = c.in[0], &a = c.in[1], &b = c.in[2];
+  const int nd = a.ndim();
+  const int64_t m = a.shape()[nd - 2], k = a.shape()[nd - 1], n = b.shape()[nd - 1];
+  Shape batch;
+  for (int d = 0; d < nd - 2; ++d) batch.push_back(a.shape()[d]);
+  const int64_t nb = batch.numel();
+  visit_dtype_all(a.dtype(), [&]<class T>() {
+    using Acc = std::conditional_t<is_complex_v<T>, std::complex<double>, double>;
+    const T *gp = dy.data<T>(), *ap = a.data<T>(), *bp = b.data<T>();
+    T* da = c.out.data<T>();
+    T* db = da + nb * m * k;
+    const int64_t gr = dy.stride(nd - 2), gc = dy.stride(nd - 1), ar = a.stride(nd - 2),
+                  ac = a.stride(nd - 1), br = b.stride(nd - 2), bc = b.stride(nd - 1);
+    for (int64_t bi = 0; bi < nb; ++bi) {
+      int64_t go = 0, ao = 0, bo = 0, rem = bi;
+      for (int d = batch.size() - 1; d >= 0; --d) {
+        const int64_t i = rem % batch[d];
+        go += i * dy.stride(d);
+        ao += i * a.stride(d);
+        bo += i * b.stride(d);
+        rem /= batch[d];
+      }
+      for (int64_t i = 0; i < m; ++i)  // dA(i, p) = sum_j dy(i, j) b(p, j)
+        for (int64_t p = 0; p < k; ++p) {
+          Acc acc = 0;
+          for (int64_t j = 0; j < n; ++j)
+            acc += Acc(gp[go + i * gr + j * gc]) * Acc(bp[bo + p * br + j * bc]);
+          da[(bi * m + i) * k + p] = static_cast<T>(acc);
+        }
+      for (int64_t p = 0; p < k; ++p)  // dB(p, j) = sum_i a(i, p) dy(i, j)
+        for (int64_t j = 0; j < n; ++j) {
+          Acc acc = 0;
+          for (int64_t i = 0; i < m; ++i)
+            acc += Acc(ap[ao + i * ar + p * ac]) * Acc(gp[go + i * gr + j * gc]);
+          db[(bi * k + p) * n + j] = static_cast<T>(acc);
+        }
+    }
+  });
+  return true;
+}
+
 }  // namespace
 
-void register_reference_linalg() { register_kernel(matmul_p, Device::cpu, kReferenceRank, matmul); }
+void register_reference_linalg() {
+  register_kernel(matmul_p, Device::cpu, kReferenceRank, matmul);
+  register_kernel(matmul_backward_p, Device::cpu, kReferenceRank, matmul_backward);
+}
 
 }  // namespace fx::backend
