@@ -65,17 +65,18 @@ Real record(size_t ops, Fill fill, Check check) {
 
 #define FX_SHORT_LOOPS __attribute__((optimize("no-tree-loop-vectorize")))
 
-}  // namespace
-
-FX_SHORT_LOOPS Real record_sum(const Real* v, size_t n) {
+// Σ_i term(i, v_i) over one range of Reals, recorded with the partial dterm(i, v_i) per element.
+template <class Term, class Partial>
+FX_SHORT_LOOPS Real record_range(const Real* v, size_t n, Term term, Partial dterm) {
   RangeIds r;
   auto fill = [&](auto write, uint32_t* ip, double* mp) {
     double s = 0;
     for (size_t i = 0; i < n; ++i) {
+      const double x = v[i].value();
       const uint64_t m = v[i].index_and_tape();
-      s += v[i].value();
+      s += term(i, x);
       r.add(m);
-      if constexpr (write) ip[i] = uint32_t(m), mp[i] = 1.0;
+      if constexpr (write) ip[i] = uint32_t(m), mp[i] = dterm(i, x);
     }
     return s;
   };
@@ -85,23 +86,21 @@ FX_SHORT_LOOPS Real record_sum(const Real* v, size_t n) {
   });
 }
 
-FX_SHORT_LOOPS Real record_squared_norm(const Real* v, size_t n) {
-  RangeIds r;
-  auto fill = [&](auto write, uint32_t* ip, double* mp) {
-    double s = 0;
-    for (size_t i = 0; i < n; ++i) {
-      const double x = v[i].value();
-      const uint64_t m = v[i].index_and_tape();
-      s += x * x;
-      r.add(m);
-      if constexpr (write) ip[i] = uint32_t(m), mp[i] = 2 * x;
-    }
-    return s;
-  };
-  return record(n, fill, [&] {
-    check_range(v, n, r, active_scalar_ids);
-    return uint32_t(r.any) != 0;
-  });
+}  // namespace
+
+Real record_sum(const Real* v, size_t n) {
+  return record_range(
+      v, n, [](size_t, double x) { return x; }, [](size_t, double) { return 1.0; });
+}
+
+Real record_squared_norm(const Real* v, size_t n) {
+  return record_range(
+      v, n, [](size_t, double x) { return x * x; }, [](size_t, double x) { return 2 * x; });
+}
+
+Real record_dot(const double* a, const Real* b, size_t n) {
+  return record_range(
+      b, n, [a](size_t i, double x) { return a[i] * x; }, [a](size_t i, double) { return a[i]; });
 }
 
 FX_SHORT_LOOPS Real record_dot(const Real* a, const Real* b, size_t n) {
@@ -128,24 +127,6 @@ FX_SHORT_LOOPS Real record_dot(const Real* a, const Real* b, size_t n) {
     check_range(a, n, ra, ids);
     check_range(b, n, rb, ids);
     return uint32_t(ra.any | rb.any) != 0;
-  });
-}
-
-FX_SHORT_LOOPS Real record_dot(const double* a, const Real* b, size_t n) {
-  RangeIds r;
-  auto fill = [&](auto write, uint32_t* ip, double* mp) {
-    double s = 0;
-    for (size_t i = 0; i < n; ++i) {
-      const uint64_t m = b[i].index_and_tape();
-      s += a[i] * b[i].value();
-      r.add(m);
-      if constexpr (write) ip[i] = uint32_t(m), mp[i] = a[i];
-    }
-    return s;
-  };
-  return record(n, fill, [&] {
-    check_range(b, n, r, active_scalar_ids);
-    return uint32_t(r.any) != 0;
   });
 }
 
