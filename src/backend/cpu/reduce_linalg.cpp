@@ -346,9 +346,15 @@ void gemm(bool ta, bool tb, int64_t m, int64_t n, int64_t k, const T* a, int64_t
 constexpr int64_t kParallelGemm = int64_t(1) << 17;
 constexpr int64_t kGemmRowsMin = 4;
 
+// Whether OpenBLAS is the OpenMP build (openblas_get_parallel() == 2), whose calls run
+// single-threaded inside our team instead of starting threads of their own.
+bool blas_runs_in_our_team() {
+  static const bool yes = openblas_get_parallel() == 2;
+  return yes;
+}
+
 int gemm_threads(int64_t m, int64_t n, int64_t k) {
-  static const bool blas_runs_in_our_team = openblas_get_parallel() == 2;  // 2: OpenMP build
-  if (!blas_runs_in_our_team || m * n * k < kParallelGemm || omp_in_parallel()) return 1;
+  if (!blas_runs_in_our_team() || m * n * k < kParallelGemm || omp_in_parallel()) return 1;
   return int(std::min<int64_t>(omp_get_max_threads(), m / kGemmRowsMin));
 }
 
@@ -577,10 +583,8 @@ bool matmul_backward(const KernelCall& c) {
     for (int d = 0; d < nd - 2; ++d) batches *= a.shape()[d];
     T* da = c.out.data<T>();
     T* db = da + batches * m * k;
-    // Threads take whole batches; each product then runs single-threaded inside the team, which
-    // only an OpenMP build of OpenBLAS does (see gemm_threads).
-    static const bool blas_runs_in_our_team = openblas_get_parallel() == 2;
-    const int threads = blas_runs_in_our_team && batches > 1 &&
+    // Threads take whole batches; each product then runs single-threaded inside the team.
+    const int threads = blas_runs_in_our_team() && batches > 1 &&
                                 batches * m * n * k >= kParallelGemm && !omp_in_parallel()
                             ? omp_get_max_threads()
                             : 1;
