@@ -187,15 +187,21 @@ void forward_on(Tape& t, int level, const Primitive& p, std::span<const Tensor> 
 // g += c for cotangents. When nothing records the backward pass and g is the only handle on
 // a dense buffer of its own, the sum is written into g: no new tensor per accumulation (a value
 // used k times gets k - 1 of them). Otherwise a new tensor, with the add recorded if watched.
+// Whether a first-order pass may write the running cotangent g in place: the tape holds the only
+// handle on a dense buffer no other tensor views, and nothing records the writes.
+bool writable_in_place(const Tensor& g) {
+  const TensorImpl* p = g.impl();
+  return detail::recording_depth == 0 && p->refs.load(std::memory_order_acquire) == 1 &&
+         p->storage->refs.load(std::memory_order_acquire) == 1 && p->ntags == 0 &&
+         g.is_contiguous();
+}
+
 void accumulate(Tensor& g, Tensor&& c) {
   if (!g.defined()) {
     g = std::move(c);
     return;
   }
-  const TensorImpl* p = g.impl();
-  if (detail::recording_depth == 0 && p->refs.load(std::memory_order_acquire) == 1 &&
-      p->storage->refs.load(std::memory_order_acquire) == 1 && p->ntags == 0 &&
-      g.dtype() == c.dtype() && g.shape() == c.shape() && g.is_contiguous()) {
+  if (g.dtype() == c.dtype() && g.shape() == c.shape() && writable_in_place(g)) {
     detail::BorrowedTensors in({g, c});
     dispatch({add_p, in.span(), g, Params{}});
     return;
@@ -240,6 +246,12 @@ const Tensor& PullbackArgs::input(int i) const {
            " which its primitive does not save");
   return t;
 }
+Tensor* PullbackArgs::accumulator(int i) const {
+  if (!grads_ || slots_[i] == ad::kNoSlot) return nullptr;
+  Tensor& g = grads_[slots_[i]];
+  return g.defined() && ad::writable_in_place(g) ? &g : nullptr;
+}
+
 const Tensor& PullbackArgs::output() const {
   FX_CHECK(out_.defined(), "fx: pullback of '", prim_.name,
            "' reads its output which its primitive does not save");
@@ -353,6 +365,7 @@ std::vector<Tensor> Recording::backward(const Tensor& y, const Tensor& dy) const
     }
     Tensor* out = n.nin <= 64 ? dx : (dx_big.assign(n.nin, Tensor()), dx_big.data());
     PullbackArgs args(*n.prim, saved, saved[n.nin], *params, wants);
+    args.set_accumulators(grads.data(), &t.in_slots[n.in_begin]);
     n.prim->pullback(args, g, out);
     ++stats.pullbacks_run;
     for (uint32_t i = 0; i < n.nin; ++i) {

@@ -127,6 +127,9 @@ Primitive sub_p{.name = "sub", .forward = elementwise_forward, .pullback = FX_PU
     .jvp = FX_JVP { (void)a; return plus(dx[0], dx[1].defined() ? neg(dx[1]) : Tensor()); }};
 Primitive mul_p{.name = "mul", .forward = elementwise_forward, .saves = saves::inputs,
                 .pullback = FX_PULLBACK {
+                  if (a.wants(0) && a.wants(1) &&
+                      fused_mul_pullback(dy, a.input(0), a.input(1), dx))
+                    return;
                   if (a.wants(0)) dx[0] = mul_conj(dy, a.input(1));
                   if (a.wants(1)) dx[1] = mul_conj(dy, a.input(0));
                 },
@@ -216,6 +219,32 @@ Primitive tanh_backward_p{.name = "tanh_backward", .forward = elementwise_forwar
 Primitive square_backward_p{.name = "square_backward", .forward = elementwise_forward};
 Primitive sigmoid_backward_p{.name = "sigmoid_backward", .forward = elementwise_forward};
 Primitive relu_backward_p{.name = "relu_backward", .forward = elementwise_forward};
+
+// [dy * b | dy * a], one buffer of two dense halves.
+Primitive mul_backward_p{
+    .name = "mul_backward",
+    .forward = [](const Primitive& p, std::span<const Tensor> in, const Params& pr) {
+      Tensor out = Tensor::empty({2 * in[0].numel()}, in[0].dtype(), in[0].device());
+      dispatch({p, in, out, pr});
+      return out;
+    }};
+
+bool fused_mul_pullback(const Tensor& dy, const Tensor& a, const Tensor& b, Tensor* dx) {
+  if (detail::recording_depth != 0) return false;
+  const DType t = dy.dtype();
+  if ((t != f32 && t != f64) || a.dtype() != t || b.dtype() != t) return false;
+  // Expanded operands (a bias broadcast over a batch) keep the composed rule: their cotangents
+  // are summed back to the smaller shape anyway.
+  if (!dy.is_contiguous() || !a.is_contiguous() || !b.is_contiguous()) return false;
+  bool has_kernel = false;
+  for (KernelFn k : mul_backward_p.kernels[int(dy.device())]) has_kernel |= k != nullptr;
+  if (!has_kernel) return false;
+  Tensor both = bind(mul_backward_p, {dy, a, b});
+  const auto st = contiguous_strides(dy.shape());
+  dx[0] = make_view(both, dy.shape(), st.data(), both.offset());
+  dx[1] = make_view(both, dy.shape(), st.data(), both.offset() + dy.numel());
+  return true;
+}
 
 bool fused_pullback(const Primitive& p, const Tensor& dy, const Tensor& y, Tensor& dx) {
   // Under any recording the result must stay differentiable (or carry a tangent): compose.

@@ -19,6 +19,9 @@ extern Primitive square_backward_p;   // (dy, x) -> dy * (2 x), for y = x^2 (rea
 extern Primitive logsumexp_backward_p;
 extern Primitive sigmoid_backward_p;  // (dy, y) -> dy * (y * (1 - y)), y = sigmoid(x)
 extern Primitive relu_backward_p;     // (dy, y) -> y > 0 ? dy : 0, y = relu(x)
+// (dy, a, b) -> [dy * b | dy * a] for y = a * b (real, one shape, all dense): both cotangents
+// of a product in one allocation and one pass over dy.
+extern Primitive mul_backward_p;
 // (dy, a, b) -> [dA | dB] for y = a @ b (real, equal batch dims): dA = dy b^T and dB = a^T dy
 // flat in one buffer, dA first, each row-major. Batch by batch, so each batch of dy is read
 // from memory once and again from cache.
@@ -28,5 +31,8 @@ extern Primitive matmul_backward_p;
 // f64 of one shape and dtype, and the device has a kernel for p; otherwise returns false and the
 // caller runs the composed (differentiable) form.
 bool fused_pullback(const Primitive& p, const Tensor& dy, const Tensor& y, Tensor& dx);
+// Sets dx[0] = dy * b and dx[1] = dy * a through mul_backward_p (views of one buffer) and
+// returns true under the same conditions, with a and b dense; otherwise returns false.
+bool fused_mul_pullback(const Tensor& dy, const Tensor& a, const Tensor& b, Tensor* dx);
 
 }  // namespace fx

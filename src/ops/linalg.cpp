@@ -28,10 +28,14 @@ Tensor transposed(const Tensor& x) {
 
 // Both adjoints of a batched real product through matmul_backward_p when nothing records: the
 // two products of the composed rule each read all of dy (the GMM's (K, N, D) cotangent, larger
-// than L2 from K = 25 at D = 10); batch by batch the second read comes from cache. Returns
-// false (and leaves dx alone) where the composed rule must run.
+// than L2 from K = 25 at D = 10); batch by batch the second read comes from cache. A tiny 2-d
+// product (the LSTM overhead benchmark's 4-wide cells) is fused too: there the two public
+// matmuls' checks, transposed views, allocations and dispatches cost far more than the
+// arithmetic. Returns false (and leaves dx alone) where the composed rule must run.
+constexpr int64_t kFusedTinyMatmul = 4096;  // m * n * k of a 2-d product fused anyway
 bool fused_matmul_pullback(const Tensor& dy, const Tensor& a, const Tensor& b, Tensor* dx) {
-  if (detail::recording_depth != 0 || a.ndim() < 3) return false;
+  if (detail::recording_depth != 0 || a.ndim() < 2) return false;
+  if (a.ndim() == 2 && a.numel() * b.shape()[1] > kFusedTinyMatmul) return false;
   const DType t = a.dtype();
   if ((t != f32 && t != f64) || b.dtype() != t || dy.dtype() != t) return false;
   bool has_kernel = false;

@@ -86,8 +86,23 @@ Primitive permute_p{.name = "permute", .forward = permute_forward, .pullback = F
                       dx[0] = permute(dy, inv);
                     },
     .jvp = linear_jvp};
+// In a first-order pass a later slice of the same tensor (the four gates of an LSTM cell) adds
+// dy into its part of the cotangent summed so far: one small add where pad_slice would fill a
+// whole zero tensor and the tape would then add all of it.
+namespace {
+bool add_into_slice(Tensor& acc, const Tensor& dy, const Params& p) {
+  if (acc.dtype() != dy.dtype() || acc.device() != dy.device() || !(acc.shape() == p.shape))
+    return false;
+  Tensor part = slice_forward(slice_p, {&acc, 1}, p);
+  detail::BorrowedTensors in({part, dy});
+  dispatch({add_p, in.span(), part, Params{}});
+  return true;
+}
+}  // namespace
+
 Primitive slice_p{.name = "slice", .forward = slice_forward, .pullback = FX_PULLBACK {
-                    Params p = a.params();
+                    const Params& p = a.params();
+                    if (Tensor* acc = a.accumulator(0); acc && add_into_slice(*acc, dy, p)) return;
                     dx[0] = bind(pad_slice_p, {dy}, p);
                   },
     .jvp = linear_jvp};

@@ -87,6 +87,16 @@ class PullbackArgs {
   // a larger object and find their closures through it.
   const Primitive& primitive() const { return prim_; }
   bool wants(int i) const { return i >= 64 || ((wants_ >> i) & 1u); }
+  // The cotangent of input i summed so far, when a pullback may add into it in place instead of
+  // returning dx[i] (then left undefined): only in a first-order backward pass (nothing
+  // records), and only when the tape holds the one handle on a dense buffer of its own, of the
+  // input's shape and dtype. Null otherwise; using it is optional. Slice's pullback adds dy into
+  // the slice of the running sum rather than padding dy to the whole input and adding that.
+  Tensor* accumulator(int i) const;
+  void set_accumulators(Tensor* grads, const uint32_t* slots) {
+    grads_ = grads;
+    slots_ = slots;
+  }
 
  private:
   const Primitive& prim_;
@@ -94,6 +104,8 @@ class PullbackArgs {
   const Tensor& out_;
   const Params& params_;
   uint64_t wants_;
+  Tensor* grads_ = nullptr;          // the tape's cotangents, by slot
+  const uint32_t* slots_ = nullptr;  // the slot of each input
 };
 
 // What a pushforward may read: every input, the output and the parameters.

@@ -166,6 +166,30 @@ bool binary(const KernelCall& c) {
   return numeric<F>(c.in[0].dtype(), [&]<class T>() { map2<T, T>(c.out, c.in[0], c.in[1], F{}); });
 }
 
+// (dy, a, b) -> [dy * b | dy * a] (ops/fused.hpp): one pass over dy for both cotangents.
+// The ops layer sends dense operands only; anything else goes to the reference kernel.
+bool mul_backward(const KernelCall& c) {
+  const Tensor &dy = c.in[0], &a = c.in[1], &b = c.in[2];
+  const DType t = dy.dtype();
+  if ((t != f32 && t != f64) || !dy.is_contiguous() || !a.is_contiguous() || !b.is_contiguous())
+    return false;
+  auto run = [&]<class T>() {
+    const T *gp = dy.data<T>(), *ap = a.data<T>(), *bp = b.data<T>();
+    const int64_t n = dy.numel();
+    T* da = c.out.data<T>();
+    T* db = da + n;
+    split_range(n, n >= kParallelMin ? omp_get_max_threads() : 1, [&](int64_t lo, int64_t hi) {
+      for (int64_t i = lo; i < hi; ++i) {
+        da[i] = gp[i] * bp[i];
+        db[i] = gp[i] * ap[i];
+      }
+    });
+  };
+  if (t == f32) run.template operator()<float>();
+  else run.template operator()<double>();
+  return true;
+}
+
 template <class F>
 bool compare(const KernelCall& c) {
   return numeric<math::Maximum>(c.in[0].dtype(),  // every real dtype, no complex
@@ -241,6 +265,7 @@ void register_elementwise() {
   register_kernel(astype_p, dev, r, convert);
   register_kernel(copy_p, dev, r, convert);
   register_kernel(tanh_backward_p, dev, r, binary<math::TanhBackward>);
+  register_kernel(mul_backward_p, dev, r, mul_backward);
   register_kernel(square_backward_p, dev, r, binary<math::SquareBackward>);
   register_kernel(sigmoid_backward_p, dev, r, binary<math::SigmoidBackward>);
   register_kernel(relu_backward_p, dev, r, binary<math::ReluBackward>);

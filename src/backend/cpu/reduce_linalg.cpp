@@ -573,6 +573,18 @@ bool matmul_backward(const KernelCall& c) {
   const int nd = a.ndim();
   const int64_t m = a.shape()[nd - 2], k = a.shape()[nd - 1], n = b.shape()[nd - 1];
   if (m == 0 || k == 0 || n == 0) return false;
+  if (nd == 2 && m * n * k <= kTinyGemm) {  // as in matmul: a plain loop beats a BLAS call
+    auto tiny = [&]<class T>() {
+      T* da = c.out.data<T>();
+      const T *gp = dy.data<T>(), *ap = a.data<T>(), *bp = b.data<T>();
+      tiny_gemm<T>(m, k, n, gp, dy.stride(0), dy.stride(1), bp, b.stride(1), b.stride(0), da);
+      tiny_gemm<T>(k, n, m, ap, a.stride(1), a.stride(0), gp, dy.stride(0), dy.stride(1),
+                   da + m * k);
+    };
+    if (a.dtype() == f32) tiny.template operator()<float>();
+    else tiny.template operator()<double>();
+    return true;
+  }
   BlasMatrix g, bt, at;  // dy (m x n), b^T (n x k), a^T (k x m)
   if (!as_blas(m, n, dy.stride(nd - 2), dy.stride(nd - 1), g) ||
       !as_blas(n, k, b.stride(nd - 1), b.stride(nd - 2), bt) ||

@@ -46,6 +46,22 @@ bool unary(const KernelCall& c) {
   return run_for<F>(x.dtype(), c.prim.name, run);
 }
 
+// (dy, a, b) -> [dy * b | dy * a] (ops/fused.hpp).
+bool mul_backward(const KernelCall& c) {
+  const Tensor &dy = c.in[0], &a = c.in[1], &b = c.in[2];
+  auto run = [&]<class T>() {
+    const T *gp = dy.data<T>(), *ap = a.data<T>(), *bp = b.data<T>();
+    const int64_t n = dy.numel();
+    T* da = c.out.data<T>();
+    for (int64_t i = 0; i < n; ++i) {
+      const T g = gp[offset_of(i, dy)];
+      da[i] = g * bp[offset_of(i, b)];
+      da[n + i] = g * ap[offset_of(i, a)];
+    }
+  };
+  return run_for<math::Mul>(dy.dtype(), c.prim.name, run);
+}
+
 template <class F>
 bool binary(const KernelCall& c) {
   const Tensor &a = c.in[0], &b = c.in[1];
@@ -144,6 +160,7 @@ void register_reference_elementwise() {
   register_kernel(astype_p, cpu, r, convert);
   register_kernel(copy_p, cpu, r, convert);
   register_kernel(tanh_backward_p, cpu, r, binary<math::TanhBackward>);
+  register_kernel(mul_backward_p, cpu, r, mul_backward);
   register_kernel(square_backward_p, cpu, r, binary<math::SquareBackward>);
   register_kernel(sigmoid_backward_p, cpu, r, binary<math::SigmoidBackward>);
   register_kernel(relu_backward_p, cpu, r, binary<math::ReluBackward>);
