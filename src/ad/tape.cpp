@@ -129,7 +129,6 @@ void record_on(Tape& t, const Primitive& p, std::span<const Tensor> in, Tensor& 
   }
   if (!any) return;
   const uint32_t in_begin = uint32_t(t.in_slots.size());
-  t.in_slots.insert(t.in_slots.end(), slots, slots + nin);
   const uint32_t saved_begin = uint32_t(t.saved.size());
   Node& n = t.nodes.emplace_back(&p, params, t.nslots++, in_begin, saved_begin, uint32_t(nin),
                                  uint32_t(t.ints.size()), uint32_t(params.list.size()));
@@ -137,18 +136,25 @@ void record_on(Tape& t, const Primitive& p, std::span<const Tensor> in, Tensor& 
     t.ints.insert(t.ints.end(), params.list.begin(), params.list.end());
     n.params.list = {};  // repointed at backward time: the vector may still grow
   }
-  // One resize for the nin + 1 entries (undefined placeholders cost no reference count), then
-  // copies of only what the primitive saves.
-  t.saved.resize(saved_begin + nin + 1);
-  t.saved_versions.resize(saved_begin + nin + 1, 0);
-  for (size_t i = 0; i < nin && i < 31; ++i) {
-    if (!((p.saves >> i) & 1u) || !in[i].defined()) continue;
-    t.saved[saved_begin + i] = in[i];
-    t.saved_versions[saved_begin + i] = uint32_t(in[i].storage()->version);
+  // Element by element: push_back with capacity to spare is a compare and a store, where
+  // insert() and resize() took the general paths (and a memset call) for two or three entries.
+  // An input the primitive does not save gets an undefined placeholder (no reference count).
+  for (size_t i = 0; i < nin; ++i) {
+    t.in_slots.push_back(slots[i]);
+    if (i < 31 && ((p.saves >> i) & 1u) && in[i].defined()) {
+      t.saved.push_back(in[i]);
+      t.saved_versions.push_back(uint32_t(in[i].storage()->version));
+    } else {
+      t.saved.emplace_back();
+      t.saved_versions.push_back(0);
+    }
   }
   if (p.saves & saves::output) {
-    t.saved[saved_begin + nin] = out;
-    t.saved_versions[saved_begin + nin] = uint32_t(out.storage()->version);
+    t.saved.push_back(out);
+    t.saved_versions.push_back(uint32_t(out.storage()->version));
+  } else {
+    t.saved.emplace_back();
+    t.saved_versions.push_back(0);
   }
   add_tag(out, t.gen, n.out_slot);
   ++stats.nodes_recorded;

@@ -202,11 +202,16 @@ Tensor sum_to(const Tensor& x, const Shape& shape) {
     if (sd < 0 || (shape[sd] == 1 && x.shape()[d] != 1)) mask |= uint64_t(1) << d;
     else FX_CHECK(shape[sd] == x.shape()[d], "fx::sum_to: cannot sum ", x.shape(), " to ", shape);
   }
+  // Summing only leading axes (a bias's cotangent: (B, n) -> (n)) drops them; summing only
+  // inner ones keeps them as 1s. Either way the sum has the target shape, and only a mix needs
+  // the reshape (an op of its own in a pass where every op counts).
+  const bool only_leading = (mask >> lead) == 0;
   Params p;
   p.i[0] = int64_t(mask);
-  p.i[1] = 1;
+  p.i[1] = only_leading ? 0 : 1;
   p.shape = x.shape();
-  return reshape(bind(sum_p, {x}, p), shape);
+  Tensor s = bind(sum_p, {x}, p);
+  return lead == 0 || only_leading ? s : reshape(s, shape);
 }
 
 }  // namespace fx
