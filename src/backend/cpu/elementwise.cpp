@@ -136,7 +136,7 @@ FX_VECTOR(math::Sigmoid, sigmoid)
 // y = f(x) on contiguous real arrays through the SIMD polynomials, split across threads.
 template <class T>
 void vector_unary(VecFn fn, const T* x, T* y, int64_t n) {
-  const int threads = n >= kParallelMin ? omp_get_max_threads() : 1;
+  const int threads = team_for(n);
   if (threads <= 1) return vector_map(fn, x, y, n);
 #pragma omp parallel num_threads(threads)
   {
@@ -178,7 +178,7 @@ bool mul_backward(const KernelCall& c) {
     const int64_t n = dy.numel();
     T* da = c.out.data<T>();
     T* db = da + n;
-    split_range(n, n >= kParallelMin ? omp_get_max_threads() : 1, [&](int64_t lo, int64_t hi) {
+    split_range(n, team_for(n), [&](int64_t lo, int64_t hi) {
       for (int64_t i = lo; i < hi; ++i) {
         da[i] = gp[i] * bp[i];
         db[i] = gp[i] * ap[i];

@@ -55,7 +55,7 @@ void for_range(const Layout<K>& L, int64_t e0, int64_t e1, Row&& row) {
   }
 }
 
-int threads_for(int64_t work) { return work >= kParallelMin ? omp_get_max_threads() : 1; }
+int threads_for(int64_t work) { return team_for(work); }
 
 // for_range over all `total` elements of L, split into equal element ranges across threads.
 // Only for kernels whose runs write disjoint memory.

@@ -14,6 +14,12 @@ namespace fx::backend::cpu {
 
 inline constexpr int64_t kParallelMin = 1 << 15;  // elements below which threads cost more
 
+// Threads for `work` elements: the OpenMP team from `min` on, one below it and inside a parallel
+// region (a share of fx::train::data_parallel_withgradient runs its ops on its own thread).
+inline int team_for(int64_t work, int64_t min = kParallelMin) {
+  return work >= min && !omp_in_parallel() ? omp_get_max_threads() : 1;
+}
+
 // body(lo, hi) over [0, n): called once on this thread when `threads` <= 1, else on equal parts
 // across an OpenMP team. Kernels branch here rather than write `#pragma omp parallel if (...)`:
 // libgomp starts and ends a team of one for a false if-clause, a futex syscall per call, which
@@ -140,11 +146,11 @@ void run_rows(const Layout<K>& L, Row&& row, bool tiles = true) {
   };
 
   const int64_t total = nrows * inner;
-  const int threads = total >= kParallelMin ? omp_get_max_threads() : 1;
+  const int threads = team_for(total);
   if (tiles && nd == 2 && nrows > 1 && inner > 1 && disagree_on_unit_axis(L)) {
     // A strided element costs ~4x a contiguous one (no vectors, a line per column): threads pay
     // from a quarter of the usual size (a 128 x 128 activation's pullback).
-    run_tiles(L, row, total >= kParallelMin / 4 ? omp_get_max_threads() : 1);
+    run_tiles(L, row, team_for(total, kParallelMin / 4));
     return;
   }
   if (threads <= 1) {

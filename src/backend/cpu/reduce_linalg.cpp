@@ -107,7 +107,7 @@ bool sum(const KernelCall& c) {
     using Acc = std::conditional_t<is_complex_v<T>, std::complex<double>, double>;
     const T* xp = x.data<T>();
     T* op = c.out.data<T>();
-    const int threads = outer * red * inner >= kParallelMin ? omp_get_max_threads() : 1;
+    const int threads = team_for(outer * red * inner);
     if (inner == 1 && red > 0 && red < kShortRun && std::is_same_v<T, Acc>) {
       // A few terms per output (a sum over a short last axis): a loop per output costs more
       // than its additions, so add term j of every output at once. Same order of additions
@@ -184,7 +184,7 @@ bool extremum(const KernelCall& c) {
     auto pick = [](T acc, T v) { return ((Max ? v > acc : v < acc) || v != v) ? v : acc; };
     const T* xp = x.data<T>();
     T* op = c.out.data<T>();
-    const int threads = outer * red * inner >= kParallelMin ? omp_get_max_threads() : 1;
+    const int threads = team_for(outer * red * inner);
     split_range(outer, threads, [&](int64_t o0, int64_t o1) {
       for (int64_t o = o0; o < o1; ++o) {
         const T* block = xp + o * red * inner;
