@@ -30,7 +30,6 @@
 #include <fluxion/nn/losses.hpp>
 #include <fluxion/optim/rules.hpp>
 #include <fluxion/optim/update.hpp>
-#include <fluxion/train/data_parallel.hpp>
 #include <fluxion/train/metrics.hpp>
 
 #ifdef FLUXION_BENCH_TORCH
@@ -91,13 +90,8 @@ double fluxion_epoch(Mlp& model, Opt& opt, fx::data::DataLoader& loader, int64_t
   double loss = 0;
   for (auto [x, y] : loader) {
     if (steps && k == steps) break;
-    // With more than one thread each thread differentiates its share of the batch
-    // (fluxion/train/data_parallel.hpp); with one it is withgradient on the whole batch.
-    auto [l, grad] = fx::train::data_parallel_withgradient(
-        [](const auto& m, const fx::Tensor& xb, const fx::Tensor& yb) {
-          return fx::logitcrossentropy(m(xb), yb);
-        },
-        model, x, y);
+    auto [l, grad] = fx::withgradient(
+        [&](const auto& m) { return fx::logitcrossentropy(m(x), y); }, model);
     fx::optim::update(opt, model, grad);
     loss = l.item();
     ++k;
