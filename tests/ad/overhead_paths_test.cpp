@@ -54,6 +54,12 @@ TEST(OverheadPaths, FusedSquareAndLogsumexpPullbacksMatchComposedRules) {
       Tensor x = fx::randn({6, 300}, gen, t) * 20.0, dy = fx::randn({6, 300}, gen, t);
       auto [s, back_s] = fx::pullback([](const Tensor& v) { return fx::square(v); }, x);
       expect_same(back_s(dy), dy * (x * 2.0), t);
+      // sum_squares pulls back through the same kernel, its cotangent broadcast back.
+      for (int64_t axis : {0, 1}) {
+        auto [q, back_q] = fx::pullback([&](const Tensor& v) { return fx::sum_squares(v, axis); }, x);
+        Tensor d = fx::randn(q.shape(), gen, t);
+        expect_same(back_q(d), fx::expand(fx::unsqueeze(d, axis), x.shape()) * (x * 2.0), t);
+      }
       for (int64_t axis : {0, 1}) {
         auto [y, back] = fx::pullback([&](const Tensor& v) { return fx::logsumexp(v, axis); }, x);
         Tensor d = fx::randn(y.shape(), gen, t);
