@@ -21,7 +21,8 @@ extern Primitive sigmoid_backward_p;  // (dy, y) -> dy * (y * (1 - y)), y = sigm
 extern Primitive relu_backward_p;     // (dy, y) -> y > 0 ? dy : 0, y = relu(x)
 // (dy, a, b) -> [dA | dB] for y = a @ b (real, equal batch dims): dA = dy b^T and dB = a^T dy
 // flat in one buffer, dA first, each row-major. Batch by batch, so each batch of dy is read
-// from memory once and again from cache.
+// from memory once and again from cache. With params.i[0] set, dA is written over dy (which
+// must be contiguous, shaped like a, and held by nothing else) and the output is dB alone.
 extern Primitive matmul_backward_p;
 
 // Sets dx = p(dy, y) and returns true when no differentiation is recording, dy and y are f32 or
