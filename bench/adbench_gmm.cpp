@@ -191,6 +191,9 @@ struct FxConst {
   double gamma, m, constant;
 };
 
+// The libtorch peer below is the same op program; fx::sum_squares(x, axes) is fluxion's one-pass
+// sum(square(x), axes) (Julia's sum(abs2, x; dims)), where libtorch, which has no such op, runs
+// square().sum().
 fx::Tensor fx_objective(const FxParams& p, const FxConst& c) {
   const int64_t D = c.D, K = c.K;
   fx::Tensor q = fx::slice(p.icf, 1, 0, D);
@@ -199,10 +202,10 @@ fx::Tensor fx_objective(const FxParams& p, const FxConst& c) {
   fx::Tensor Q = fx::reshape(fx::index_select(fx::concat({eq, L, c.zero}, 1), 1, c.qidx), {K, D, D});
   fx::Tensor xc = fx::unsqueeze(c.x, 0) - fx::unsqueeze(p.means, 1);       // (K, N, D)
   fx::Tensor qxc = fx::matmul(xc, fx::transpose(Q, 1, 2));                // (K, N, D)
-  fx::Tensor sq = fx::sum(fx::square(qxc), {2});                          // (K, N)
+  fx::Tensor sq = fx::sum_squares(qxc, {2});                              // (K, N)
   fx::Tensor mn = fx::unsqueeze(p.alphas + fx::sum(q, {1}), 1) - sq * 0.5;  // (K, N)
   fx::Tensor slse = fx::sum(fx::logsumexp(mn, {0}));
-  fx::Tensor prior = (fx::sum(fx::square(eq)) + fx::sum(fx::square(L))) * (0.5 * c.gamma * c.gamma) -
+  fx::Tensor prior = (fx::sum_squares(eq) + fx::sum_squares(L)) * (0.5 * c.gamma * c.gamma) -
                      fx::sum(q) * c.m;
   return slse - fx::logsumexp(p.alphas) * double(c.N) + prior + c.constant;
 }

@@ -6,6 +6,7 @@
 #include "fluxion/ops/create.hpp"
 #include "fluxion/ops/elementwise.hpp"
 #include "fluxion/ops/primitives.hpp"
+#include "ops/fused.hpp"
 
 namespace fx {
 namespace detail {
@@ -196,10 +197,7 @@ void forward_on(Tape& t, int level, const Primitive& p, std::span<const Tensor> 
 // Whether a first-order pass may write the running cotangent g in place: the tape holds the only
 // handle on a dense buffer no other tensor views, and nothing records the writes.
 bool writable_in_place(const Tensor& g) {
-  const TensorImpl* p = g.impl();
-  return detail::recording_depth == 0 && p->refs.load(std::memory_order_acquire) == 1 &&
-         p->storage->refs.load(std::memory_order_acquire) == 1 && p->ntags == 0 &&
-         g.is_contiguous();
+  return detail::recording_depth == 0 && sole_dense_handle(g);
 }
 
 void accumulate(Tensor& g, Tensor&& c) {

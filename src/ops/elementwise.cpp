@@ -220,6 +220,13 @@ Primitive square_backward_p{.name = "square_backward", .forward = elementwise_fo
 Primitive sigmoid_backward_p{.name = "sigmoid_backward", .forward = elementwise_forward};
 Primitive relu_backward_p{.name = "relu_backward", .forward = elementwise_forward};
 
+bool sole_dense_handle(const Tensor& t) {
+  const TensorImpl* p = t.impl();
+  return p->refs.load(std::memory_order_acquire) == 1 &&
+         p->storage->refs.load(std::memory_order_acquire) == 1 && p->ntags == 0 &&
+         t.is_contiguous();
+}
+
 // [dy * b | dy * a], one buffer of two dense halves.
 Primitive mul_backward_p{
     .name = "mul_backward",

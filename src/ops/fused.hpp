@@ -24,8 +24,13 @@ extern Primitive relu_backward_p;     // (dy, y) -> y > 0 ? dy : 0, y = relu(x)
 extern Primitive mul_backward_p;
 // (dy, a, b) -> [dA | dB] for y = a @ b (real, equal batch dims): dA = dy b^T and dB = a^T dy
 // flat in one buffer, dA first, each row-major. Batch by batch, so each batch of dy is read
-// from memory once and again from cache.
+// from memory once and again from cache. With params.i[0] set, dA is written over dy (which
+// must be contiguous, shaped like a, and held by nothing else) and the output is dB alone.
 extern Primitive matmul_backward_p;
+
+// Whether t is the one handle on a dense buffer that no other tensor views and no tape tracks:
+// a first-order backward pass may then write it in place (cotangent accumulation, dA over dy).
+bool sole_dense_handle(const Tensor& t);
 
 // Sets dx = p(dy, y) and returns true when no differentiation is recording, dy and y are f32 or
 // f64 of one shape and dtype, and the device has a kernel for p; otherwise returns false and the

@@ -41,19 +41,31 @@ bool fused_matmul_pullback(const Tensor& dy, const Tensor& a, const Tensor& b, T
   bool has_kernel = false;
   for (KernelFn k : matmul_backward_p.kernels[int(a.device())]) has_kernel |= k != nullptr;
   if (!has_kernel) return false;
-  Tensor both = bind(matmul_backward_p, {dy, a, b});
   auto sa = contiguous_strides(a.shape()), sb = contiguous_strides(b.shape());
-  dx[0] = make_view(both, a.shape(), sa.data(), both.offset());
-  dx[1] = make_view(both, b.shape(), sb.data(), both.offset() + a.numel());
+  // A batched cotangent that only this backward pass holds (made by the pullback before, moved
+  // out of the tape's slot) and that is shaped like dA takes dA in place: the kernel skips a
+  // fresh buffer as large as dy. (Tiny 2-d products gain nothing: their kernel path writes out.)
+  Params p;
+  p.i[0] = a.ndim() >= 3 && dy.shape() == a.shape() && sole_dense_handle(dy);
+  Tensor out = bind(matmul_backward_p, {dy, a, b}, p);
+  if (p.i[0]) {
+    dx[0] = dy;
+    dx[1] = make_view(out, b.shape(), sb.data(), out.offset());
+    return true;
+  }
+  dx[0] = make_view(out, a.shape(), sa.data(), out.offset());
+  dx[1] = make_view(out, b.shape(), sb.data(), out.offset() + a.numel());
   return true;
 }
 }  // namespace
 
 // Internal, no pullback: only used when nothing records (fused_matmul_pullback above).
+// params.i[0]: dA overwrites dy and the output is dB alone.
 Primitive matmul_backward_p{
     .name = "matmul_backward",
     .forward = [](const Primitive& p, std::span<const Tensor> in, const Params& pr) {
-      Tensor out = Tensor::empty({in[1].numel() + in[2].numel()}, in[1].dtype(), in[1].device());
+      const int64_t n = (pr.i[0] ? 0 : in[1].numel()) + in[2].numel();
+      Tensor out = Tensor::empty({n}, in[1].dtype(), in[1].device());
       dispatch({p, in, out, pr});
       return out;
     }};

@@ -100,7 +100,7 @@ Tensor reduce(Primitive& prim, const Tensor& x, const Axes& axes, bool keepdim) 
   FX_CHECK(&prim == &sum_p || !is_complex(x.dtype()), "fx::", prim.name,
            ": not defined for complex tensors (they are not ordered), got ",
            dtype_name(x.dtype()), " ", x.shape());
-  if (&prim != &sum_p && x.numel() == 0)
+  if (&prim != &sum_p && &prim != &sum_squares_p && x.numel() == 0)
     detail::fail("fx::", prim.name, ": reduction of an empty tensor ", x.shape());
   return bind(prim, {x}, p);
 }
@@ -142,6 +142,19 @@ Primitive logsumexp_p{
       const Params& p = a.params();
       return bind(sum_p, {dx[0] * exp(a.input(0) - unreduce(a.output(), p))}, p);
     }};
+// sum(x^2) as one reduction: the composite's squared temporary (a write and a read as large as
+// x, the GMM's (K, N, D)) is never made. The pullback is square's, dy (brought back over the
+// reduced axes) * 2x: one fused pass when nothing records.
+Primitive sum_squares_p{
+    .name = "sum_squares", .forward = reduce_forward, .saves = saves::input(0),
+    .pullback = [](const PullbackArgs& a, const Tensor& dy, Tensor* dx) {
+      const Tensor& x = a.input(0);
+      Tensor d = unreduce(dy, a.params());
+      if (!fused_pullback(square_backward_p, d, x, dx[0])) dx[0] = d * (x * 2.0);
+    },
+    .jvp = [](const JvpArgs& a, const Tensor* dx) {
+      return bind(sum_p, {dx[0] * (a.input(0) * 2.0)}, a.params());
+    }};
 Primitive argmax_p{.name = "argmax", .forward = arg_forward};
 // Internal, no pullback: only used when nothing records (logsumexp_grad above).
 Primitive logsumexp_backward_p{.name = "logsumexp_backward", .forward = elementwise_forward};
@@ -169,6 +182,14 @@ Tensor logsumexp(const Tensor& x, Axes axes, bool keepdim) {
   FX_CHECK(is_floating(x.dtype()), "fx::logsumexp: needs a floating tensor, got ",
            dtype_name(x.dtype()), " ", x.shape());
   return reduce(logsumexp_p, x, axes, keepdim);
+}
+
+Tensor sum_squares(const Tensor& x, Axes axes, bool keepdim) {
+  FX_CHECK(x.defined(), "fx::sum_squares: undefined tensor");
+  FX_CHECK(is_floating(x.dtype()), "fx::sum_squares: needs a real floating tensor, got ",
+           dtype_name(x.dtype()), " ", x.shape(),
+           is_complex(x.dtype()) ? " (for |z|^2 use fx::abs first)" : "");
+  return reduce(sum_squares_p, x, axes, keepdim);
 }
 
 static Tensor arg_reduce(Primitive& prim, const Tensor& x, int64_t axis, bool keepdim) {

@@ -54,6 +54,12 @@ TEST(OverheadPaths, FusedSquareAndLogsumexpPullbacksMatchComposedRules) {
       Tensor x = fx::randn({6, 300}, gen, t) * 20.0, dy = fx::randn({6, 300}, gen, t);
       auto [s, back_s] = fx::pullback([](const Tensor& v) { return fx::square(v); }, x);
       expect_same(back_s(dy), dy * (x * 2.0), t);
+      // sum_squares pulls back through the same kernel, its cotangent broadcast back.
+      for (int64_t axis : {0, 1}) {
+        auto [q, back_q] = fx::pullback([&](const Tensor& v) { return fx::sum_squares(v, axis); }, x);
+        Tensor d = fx::randn(q.shape(), gen, t);
+        expect_same(back_q(d), fx::expand(fx::unsqueeze(d, axis), x.shape()) * (x * 2.0), t);
+      }
       for (int64_t axis : {0, 1}) {
         auto [y, back] = fx::pullback([&](const Tensor& v) { return fx::logsumexp(v, axis); }, x);
         Tensor d = fx::randn(y.shape(), gen, t);
@@ -136,6 +142,36 @@ TEST(OverheadPaths, FusedMulAndTinyMatmulPullbacksMatchComposedRules) {
     }
   }
 }
+
+// When the product's cotangent is made inside the backward pass (here by sum_squares' pullback)
+// nothing else holds it, and the fused pullback writes dA over it: same adjoints as the composed
+// rule, on both backends, for a narrow product (the GMM's D = 10) and a wider one (the
+// scratch path); a cotangent the caller holds is never written (the test above reads dy after).
+TEST(OverheadPaths, FusedMatmulPullbackInPlaceOverItsOwnCotangent) {
+  for (bool reference : {false, true}) {
+    fx::testing::BackendScope scope(reference ? fx::testing::Backends::reference
+                                              : fx::testing::Backends::all);
+    for (fx::DType t : {fx::f32, fx::f64}) {
+      for (int64_t d : {10, 20}) {
+        SCOPED_TRACE(::testing::Message() << fx::dtype_name(t) << " d " << d
+                                          << (reference ? ", reference" : ""));
+        const double tol = t == fx::f32 ? 1e-4 : 1e-12;
+        fx::Generator gen(9);
+        Tensor a = fx::randn({3, 300, d}, gen, t), q = fx::randn({3, d, d}, gen, t);
+        Tensor w = fx::randn({3, 300}, gen, t);
+        auto f = [&](const Tensor& x, const Tensor& v) {
+          return fx::sum(fx::sum_squares(fx::matmul(x, fx::transpose(v, 1, 2)), {2}) * w);
+        };
+        auto [da, dq] = fx::gradient(f, a, q);
+        // The composed rule: dy = 2 w (x v^T), dA = dy v, dV = dy^T x.
+        Tensor dy = fx::unsqueeze(w, 2) * (fx::matmul(a, fx::transpose(q, 1, 2)) * 2.0);
+        EXPECT_TRUE(fx::allclose(da, fx::matmul(dy, q), tol, tol));
+        EXPECT_TRUE(fx::allclose(dq, fx::matmul(fx::transpose(dy, 1, 2), a), tol, tol));
+      }
+    }
+  }
+}
+
 
 // Later slices of one tensor add their cotangents into the running sum in place (the LSTM's
 // four gates): gradients equal the closed form for disjoint, overlapping and strided slices,

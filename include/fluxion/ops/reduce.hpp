@@ -4,6 +4,7 @@
 //   fx::mean(x, {0});                     // (N, F) -> (F,)
 //   fx::max(x, {-1}, /*keepdim=*/true);   // (N, F) -> (N, 1)
 //   fx::argmax(x, -1);                    // (N, F) -> (N,) i64
+//   fx::sum_squares(x, {-1});             // (N, F) -> (N,): sum(square(x), -1) in one pass
 #pragma once
 #include <cstdint>
 #include <initializer_list>
@@ -31,6 +32,9 @@ Tensor mean(const Tensor& x, Axes axes = {}, bool keepdim = false);
 Tensor max(const Tensor& x, Axes axes = {}, bool keepdim = false);
 Tensor min(const Tensor& x, Axes axes = {}, bool keepdim = false);
 Tensor logsumexp(const Tensor& x, Axes axes = {}, bool keepdim = false);
+// The sum of x^2 over axes (real floating x): fx::sum(fx::square(x), axes) without the squared
+// temporary, which costs a write and a read as large as x.
+Tensor sum_squares(const Tensor& x, Axes axes = {}, bool keepdim = false);
 Tensor argmax(const Tensor& x, int64_t axis, bool keepdim = false);
 Tensor argmin(const Tensor& x, int64_t axis, bool keepdim = false);
 // Sums x down to `shape` (the inverse of broadcasting x from `shape`).

@@ -1,6 +1,6 @@
-// Tuned CPU sum, max and min over one run of adjacent axes of a contiguous input, and matmul
-// through OpenBLAS (rows of large products split across OpenMP threads).
-// Anything else declines to the reference backend.
+// Tuned CPU sum (and sum_squares: the same loops on squared terms), max and min over one run of
+// adjacent axes of a contiguous input, and matmul through OpenBLAS (rows of large products split
+// across OpenMP threads). Anything else declines to the reference backend.
 #include <cblas.h>
 
 #include <algorithm>
@@ -56,29 +56,37 @@ bool split_reduction(const KernelCall& c, SplitReduction& r) {
 // Below this many elements a row (or block) is short enough that per-row loop overhead dominates.
 constexpr int64_t kShortRun = 8;
 
+// A summed term: x for sum, x^2 for sum_squares (squared where it is loaded, so the squares are
+// never stored). The two reductions share every loop below.
+template <bool Square, class T>
+inline T term(T v) {
+  if constexpr (Square) return v * v;
+  else return v;
+}
+
 // out[j] = the sum over `rows` rows of a row-major (rows, W) block. Four rows at a time into
 // independent partial sums: one chain of dependent additions would be bound by their latency.
-template <int W, class T>
+template <int W, bool Square, class T>
 void sum_short_rows(const T* p, int64_t rows, T* out) {
   T acc[4][W] = {};
   int64_t r = 0;
   for (; r + 4 <= rows; r += 4)
     for (int u = 0; u < 4; ++u)
-      for (int j = 0; j < W; ++j) acc[u][j] += p[(r + u) * W + j];
+      for (int j = 0; j < W; ++j) acc[u][j] += term<Square>(p[(r + u) * W + j]);
   for (; r < rows; ++r)
-    for (int j = 0; j < W; ++j) acc[0][j] += p[r * W + j];
+    for (int j = 0; j < W; ++j) acc[0][j] += term<Square>(p[r * W + j]);
   for (int j = 0; j < W; ++j) out[j] = (acc[0][j] + acc[1][j]) + (acc[2][j] + acc[3][j]);
 }
 
 // out[o] = the sum of the W contiguous values of row o, added in order 0..W-1 (as the generic
 // loop does). With W a compile-time constant there is no loop per output: the additions of
 // neighbouring outputs overlap instead of waiting on a loop branch per term.
-template <int W, class T>
+template <int W, bool Square, class T>
 void sum_fixed_rows(const T* p, int64_t rows, T* out) {
   for (int64_t o = 0; o < rows; ++o) {
     const T* r = p + o * W;
-    T acc = T(0) + r[0];
-    for (int j = 1; j < W; ++j) acc += r[j];
+    T acc = T(0) + term<Square>(r[0]);
+    for (int j = 1; j < W; ++j) acc += term<Square>(r[j]);
     out[o] = acc;
   }
 }
@@ -97,10 +105,12 @@ void with_width(int64_t w, Fn&& fn) {
   with_width(w, fn, std::make_integer_sequence<int, kFixedRowMax - kShortRun + 1>());
 }
 
+// sum, or sum_squares (real floating tensors only) when Square.
+template <bool Square>
 bool sum(const KernelCall& c) {
   SplitReduction r;
-  if (!split_reduction(c, r)) return false;
   const Tensor& x = c.in[0];
+  if ((Square && !is_floating(x.dtype())) || !split_reduction(c, r)) return false;
   const int64_t outer = r.outer, red = r.reduced, inner = r.inner;
   auto run = [&]<class T>() {
     // Accumulate in double precision (std::complex<double> for complex tensors).
@@ -116,16 +126,17 @@ bool sum(const KernelCall& c) {
       split_range((outer + kBlock - 1) / kBlock, threads, [&](int64_t b0, int64_t b1) {
         for (int64_t b = b0 * kBlock; b < std::min(outer, b1 * kBlock); b += kBlock) {
           const int64_t e = std::min(outer, b + kBlock);
-          for (int64_t o = b; o < e; ++o) op[o] = T(0) + xp[o * red];  // 0 + x: -0 sums to +0
+          for (int64_t o = b; o < e; ++o)  // 0 + x: -0 sums to +0
+            op[o] = T(0) + term<Square>(xp[o * red]);
           for (int64_t j = 1; j < red; ++j)
-            for (int64_t o = b; o < e; ++o) op[o] += xp[o * red + j];
+            for (int64_t o = b; o < e; ++o) op[o] += term<Square>(xp[o * red + j]);
         }
       });
     } else if (inner == 1 && red >= kShortRun && red <= kFixedRowMax &&
                std::is_same_v<T, Acc>) {
       with_width(red, [&](auto w) {  // red is 8..16 here
         split_range(outer, threads, [&](int64_t o0, int64_t o1) {
-          sum_fixed_rows<decltype(w)::value>(xp + o0 * red, o1 - o0, op + o0);
+          sum_fixed_rows<decltype(w)::value, Square>(xp + o0 * red, o1 - o0, op + o0);
         });
       });
     } else if (inner == 1) {  // out[o] = sum of a contiguous block
@@ -133,7 +144,7 @@ bool sum(const KernelCall& c) {
         for (int64_t o = o0; o < o1; ++o) {
           Acc acc = 0;
           const T* p = xp + o * red;
-          for (int64_t j = 0; j < red; ++j) acc += Acc(p[j]);
+          for (int64_t j = 0; j < red; ++j) acc += term<Square>(Acc(p[j]));
           op[o] = T(acc);
         }
       });
@@ -146,14 +157,16 @@ bool sum(const KernelCall& c) {
           const T* p = xp + o * red * inner;
           T* out = op + o * inner;
           switch (inner) {
-            case 2: sum_short_rows<2>(p, red, out); break;
-            case 3: sum_short_rows<3>(p, red, out); break;
-            case 4: sum_short_rows<4>(p, red, out); break;
-            case 5: sum_short_rows<5>(p, red, out); break;
-            case 6: sum_short_rows<6>(p, red, out); break;
-            case 7: sum_short_rows<7>(p, red, out); break;
+            case 2: sum_short_rows<2, Square>(p, red, out); break;
+            case 3: sum_short_rows<3, Square>(p, red, out); break;
+            case 4: sum_short_rows<4, Square>(p, red, out); break;
+            case 5: sum_short_rows<5, Square>(p, red, out); break;
+            case 6: sum_short_rows<6, Square>(p, red, out); break;
+            case 7: sum_short_rows<7, Square>(p, red, out); break;
             default:
-              with_width(inner, [&](auto w) { sum_short_rows<decltype(w)::value>(p, red, out); });
+              with_width(inner, [&](auto w) {
+                sum_short_rows<decltype(w)::value, Square>(p, red, out);
+              });
           }
         }
       });
@@ -164,7 +177,7 @@ bool sum(const KernelCall& c) {
           std::fill_n(out, inner, T(0));
           for (int64_t row = 0; row < red; ++row) {
             const T* p = xp + (o * red + row) * inner;
-            for (int64_t j = 0; j < inner; ++j) out[j] += p[j];
+            for (int64_t j = 0; j < inner; ++j) out[j] += term<Square>(p[j]);
           }
         }
       });
@@ -567,6 +580,11 @@ bool matmul(const KernelCall& c) {
 
 // (dy, a, b) -> [dA | dB] (ops/fused.hpp): per batch dA = dy b^T, then dB = a^T dy while that
 // batch of dy is still in cache. Declines what BLAS cannot take (the reference runs it).
+// With params.i[0] set (ops/linalg.cpp: dy is a contiguous cotangent nothing else holds, shaped
+// like dA), out is dB alone and dA overwrites dy: dB is taken first, then the narrow kernel
+// writes each block of rows of dA over the rows of dy it has just read. A fresh (K, N, D) dA
+// cost the GMM a read of its cache lines before the write (2.0 ms against 0.8 ms in place for
+// 16 MB from L3); a product that is not narrow goes through a scratch batch instead.
 bool matmul_backward(const KernelCall& c) {
   const Tensor &dy = c.in[0], &a = c.in[1], &b = c.in[2];
   if (a.dtype() != f32 && a.dtype() != f64) return false;
@@ -590,11 +608,12 @@ bool matmul_backward(const KernelCall& c) {
       !as_blas(n, k, b.stride(nd - 1), b.stride(nd - 2), bt) ||
       !as_blas(k, m, a.stride(nd - 1), a.stride(nd - 2), at))
     return false;
+  const bool in_place = c.params.i[0] != 0;
   auto run = [&]<class T>() {
     int64_t batches = 1;
     for (int d = 0; d < nd - 2; ++d) batches *= a.shape()[d];
     T* da = c.out.data<T>();
-    T* db = da + batches * m * k;
+    T* db = in_place ? da : da + batches * m * k;
     // Threads take whole batches; each product then runs single-threaded inside the team.
     const int threads = blas_runs_in_our_team() && batches > 1 &&
                                 batches * m * n * k >= kParallelGemm && !omp_in_parallel()
@@ -611,6 +630,21 @@ bool matmul_backward(const KernelCall& c) {
           rem /= a.shape()[d];
         }
         const T* gp = dy.data<T>() + go;
+        if (in_place) {
+          gemm_rows<T>(at.trans, g.trans, k, n, m, a.data<T>() + ao, at.ld, gp, g.ld,
+                       db + bi * k * n, n);
+          T* gw = const_cast<T*>(gp);  // dy is ours to overwrite (see above)
+          if (is_narrow(k, n)) {
+            narrow_product<T>(0, m, k, n, gp, dy.stride(nd - 2), 1, b.data<T>() + bo, b.stride(nd - 1),
+                              b.stride(nd - 2), gw);
+          } else {
+            std::vector<T> scratch(static_cast<size_t>(m * k));
+            gemm_rows<T>(g.trans, bt.trans, m, k, n, gp, g.ld, b.data<T>() + bo, bt.ld,
+                         scratch.data(), k);
+            std::copy(scratch.begin(), scratch.end(), gw);
+          }
+          continue;
+        }
         if (is_narrow(k, n))  // dA's rows have k columns and sum over n (see narrow_matmul)
           narrow_product<T>(0, m, k, n, gp, dy.stride(nd - 2), dy.stride(nd - 1), b.data<T>() + bo,
                             b.stride(nd - 1), b.stride(nd - 2), da + bi * m * k);
@@ -631,7 +665,8 @@ bool matmul_backward(const KernelCall& c) {
 
 void register_reduce_linalg() {
   register_kernel(matmul_backward_p, Device::cpu, kCpuRank, matmul_backward);
-  register_kernel(sum_p, Device::cpu, kCpuRank, sum);
+  register_kernel(sum_p, Device::cpu, kCpuRank, sum<false>);
+  register_kernel(sum_squares_p, Device::cpu, kCpuRank, sum<true>);
   register_kernel(max_p, Device::cpu, kCpuRank, extremum<true>);
   register_kernel(min_p, Device::cpu, kCpuRank, extremum<false>);
   register_kernel(logsumexp_p, Device::cpu, kCpuRank, logsumexp);

@@ -1,4 +1,7 @@
 // Reference matmul: the textbook triple loop over strided operands, accumulated in double.
+#include <algorithm>
+#include <memory>
+
 #include "backend/backends.hpp"
 #include "ops/fused.hpp"
 
@@ -40,6 +43,7 @@ bool matmul(const KernelCall& c) {
 }
 
 // (dy, a, b) -> [dA | dB], dA = dy b^T, dB = a^T dy (ops/fused.hpp), by the same triple loops.
+// With params.i[0] set, dA goes into dy's own buffer (contiguous, dA's shape) and out is dB.
 bool matmul_backward(const KernelCall& c) {
   const Tensor &dy = c.in[0], &a = c.in[1], &b = c.in[2];
   const int nd = a.ndim();
@@ -50,8 +54,11 @@ bool matmul_backward(const KernelCall& c) {
   visit_dtype_all(a.dtype(), [&]<class T>() {
     using Acc = std::conditional_t<is_complex_v<T>, std::complex<double>, double>;
     const T *gp = dy.data<T>(), *ap = a.data<T>(), *bp = b.data<T>();
+    const bool in_place = c.params.i[0] != 0;
+    // One batch of dA, copied into dy once dB has read it (a plain array: T may be bool).
+    std::unique_ptr<T[]> scratch(in_place ? new T[size_t(m * k)] : nullptr);
     T* da = c.out.data<T>();
-    T* db = da + nb * m * k;
+    T* db = in_place ? da : da + nb * m * k;
     const int64_t gr = dy.stride(nd - 2), gc = dy.stride(nd - 1), ar = a.stride(nd - 2),
                   ac = a.stride(nd - 1), br = b.stride(nd - 2), bc = b.stride(nd - 1);
     for (int64_t bi = 0; bi < nb; ++bi) {
@@ -68,7 +75,7 @@ bool matmul_backward(const KernelCall& c) {
           Acc acc = 0;
           for (int64_t j = 0; j < n; ++j)
             acc += Acc(gp[go + i * gr + j * gc]) * Acc(bp[bo + p * br + j * bc]);
-          da[(bi * m + i) * k + p] = static_cast<T>(acc);
+          (in_place ? scratch.get() : da + bi * m * k)[i * k + p] = static_cast<T>(acc);
         }
       for (int64_t p = 0; p < k; ++p)  // dB(p, j) = sum_i a(i, p) dy(i, j)
         for (int64_t j = 0; j < n; ++j) {
@@ -77,6 +84,7 @@ bool matmul_backward(const KernelCall& c) {
             acc += Acc(ap[ao + i * ar + p * ac]) * Acc(gp[go + i * gr + j * gc]);
           db[(bi * k + p) * n + j] = static_cast<T>(acc);
         }
+      if (in_place) std::copy_n(scratch.get(), m * k, const_cast<T*>(gp) + go);
     }
   });
   return true;

@@ -83,6 +83,11 @@ struct SumAcc {
   double value = 0;
   void add(double v, int64_t) { value += v; }
 };
+struct SumSquaresAcc {  // real tensors only (the ops layer refuses complex ones)
+  static constexpr bool is_sum = false;
+  double value = 0;
+  void add(double v, int64_t) { value += v * v; }
+};
 struct MaxAcc {
   static constexpr bool is_sum = false;
   double value = -INFINITY;
@@ -169,6 +174,7 @@ void register_reference_reduce() {
   register_kernel(max_p, cpu, r, reduce<MaxAcc>);
   register_kernel(min_p, cpu, r, reduce<MinAcc>);
   register_kernel(logsumexp_p, cpu, r, logsumexp);
+  register_kernel(sum_squares_p, cpu, r, reduce<SumSquaresAcc>);
   register_kernel(logsumexp_backward_p, cpu, r, logsumexp_backward);
   register_kernel(argmax_p, cpu, r, arg_reduce<true>);
   register_kernel(argmin_p, cpu, r, arg_reduce<false>);
