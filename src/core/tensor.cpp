@@ -36,15 +36,6 @@ int64_t Tensor::size(int64_t axis) const {
   return p_->shape[normalize_axis(axis, ndim(), "fx::Tensor::size")];
 }
 
-bool Tensor::is_contiguous() const {
-  int64_t acc = 1;
-  for (int i = ndim() - 1; i >= 0; --i) {
-    if (p_->shape[i] != 1 && p_->strides[i] != acc) return false;
-    acc *= p_->shape[i];
-  }
-  return true;
-}
-
 void Tensor::check_dtype(DType want) const {
   FX_CHECK(p_, "fx::Tensor::data: undefined tensor");
   FX_CHECK(p_->dtype == want, "fx::Tensor::data: tensor is ", dtype_name(p_->dtype), ", asked for ",

@@ -19,7 +19,7 @@ enum class Device : uint8_t { cpu, cuda };
 inline const char* device_name(Device d) { return d == Device::cpu ? "cpu" : "cuda"; }
 
 struct Storage {
-  static constexpr size_t kInlineBytes = 64;
+  static constexpr size_t kInlineBytes = 128;  // 16 doubles: an LSTM cell's gate row
 
   std::atomic<int32_t> refs{1};
   Device device = Device::cpu;

@@ -93,7 +93,14 @@ class Tensor {
   int64_t stride(int i) const { return p_->strides[i]; }
   int64_t offset() const { return p_->offset; }
   Storage* storage() const { return p_->storage; }
-  bool is_contiguous() const;
+  bool is_contiguous() const {  // inline: kernels and pullbacks ask it of every operand
+    int64_t acc = 1;
+    for (int i = p_->shape.size() - 1; i >= 0; --i) {
+      if (p_->shape[i] != 1 && p_->strides[i] != acc) return false;
+      acc *= p_->shape[i];
+    }
+    return true;
+  }
   bool same_storage(const Tensor& o) const { return p_->storage == o.p_->storage; }
 
   // always_inline: kernel files instantiate many loops, and past GCC's unit-growth limit it
