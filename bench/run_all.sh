@@ -123,6 +123,8 @@ if bae: out.append(("acceptance_ba_max_rel_err", max(bae)))
 for k, v in out: print(f"{k}={v:.4g}")
 EOF
 
+# The plot needs matplotlib (Python-side tooling, from PyPI); a failed install only skips the plot.
+python3 -c "import matplotlib" 2>/dev/null || python3 -m pip install --quiet matplotlib >/dev/null 2>&1 || true
 python3 bench/plot_fits.py "$OUT/lstm_overhead.csv" docs/lstm_overhead.png || echo "plot failed (pip install matplotlib)"
 END=$(date +%s)
 echo "run_all_total_s=$((END - START))" >> "$RESULTS"
