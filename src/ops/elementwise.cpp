@@ -262,6 +262,14 @@ bool fused_pullback(const Primitive& p, const Tensor& dy, const Tensor& y, Tenso
   bool has_kernel = false;
   for (KernelFn k : p.kernels[int(dy.device())]) has_kernel |= k != nullptr;
   if (!has_kernel) return false;
+  if (sole_dense_handle(dy)) {
+    // A cotangent that only this backward pass holds takes the result in place: no fresh
+    // buffer, and for a large dy the write lands on lines the read just brought into cache.
+    detail::BorrowedTensors in({dy, y});
+    dispatch({p, in.span(), dy, Params{}});
+    dx = dy;
+    return true;
+  }
   dx = bind(p, {dy, y});
   return true;
 }
