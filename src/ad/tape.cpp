@@ -191,14 +191,15 @@ void forward_on(Tape& t, int level, const Primitive& p, std::span<const Tensor> 
   ++stats.nodes_recorded;
 }
 
-// g += c for cotangents. When nothing records the backward pass and g is the only handle on
-// a dense buffer of its own, the sum is written into g: no new tensor per accumulation (a value
-// used k times gets k - 1 of them). Otherwise a new tensor, with the add recorded if watched.
 // Whether a first-order pass may write the running cotangent g in place: the tape holds the only
 // handle on a dense buffer no other tensor views, and nothing records the writes.
 bool writable_in_place(const Tensor& g) {
   return detail::recording_depth == 0 && sole_dense_handle(g);
 }
+
+// g += c for cotangents. When nothing records the backward pass and g is the only handle on
+// a dense buffer of its own, the sum is written into g: no new tensor per accumulation (a value
+// used k times gets k - 1 of them). Otherwise a new tensor, with the add recorded if watched.
 
 void accumulate(Tensor& g, Tensor&& c) {
   if (!g.defined()) {

@@ -220,6 +220,12 @@ Primitive square_backward_p{.name = "square_backward", .forward = elementwise_fo
 Primitive sigmoid_backward_p{.name = "sigmoid_backward", .forward = elementwise_forward};
 Primitive relu_backward_p{.name = "relu_backward", .forward = elementwise_forward};
 
+bool has_kernel(const Primitive& p, Device d) {
+  for (KernelFn k : p.kernels[int(d)])
+    if (k) return true;
+  return false;
+}
+
 bool sole_dense_handle(const Tensor& t) {
   const TensorImpl* p = t.impl();
   return p->refs.load(std::memory_order_acquire) == 1 &&
@@ -243,9 +249,7 @@ bool fused_mul_pullback(const Tensor& dy, const Tensor& a, const Tensor& b, Tens
   // Expanded operands (a bias broadcast over a batch) keep the composed rule: their cotangents
   // are summed back to the smaller shape anyway.
   if (!dy.is_contiguous() || !a.is_contiguous() || !b.is_contiguous()) return false;
-  bool has_kernel = false;
-  for (KernelFn k : mul_backward_p.kernels[int(dy.device())]) has_kernel |= k != nullptr;
-  if (!has_kernel) return false;
+  if (!has_kernel(mul_backward_p, dy.device())) return false;
   Tensor both = bind(mul_backward_p, {dy, a, b});
   const auto st = contiguous_strides(dy.shape());
   dx[0] = make_view(both, dy.shape(), st.data(), both.offset());
@@ -259,9 +263,7 @@ bool fused_pullback(const Primitive& p, const Tensor& dy, const Tensor& y, Tenso
   if (!dy.defined() || !y.defined() || dy.dtype() != y.dtype() || !(dy.shape() == y.shape()))
     return false;
   if (dy.dtype() != f32 && dy.dtype() != f64) return false;
-  bool has_kernel = false;
-  for (KernelFn k : p.kernels[int(dy.device())]) has_kernel |= k != nullptr;
-  if (!has_kernel) return false;
+  if (!has_kernel(p, dy.device())) return false;
   if (sole_dense_handle(dy)) {
     // A cotangent that only this backward pass holds takes the result in place: no fresh
     // buffer, and for a large dy the write lands on lines the read just brought into cache.

@@ -28,6 +28,10 @@ extern Primitive mul_backward_p;
 // must be contiguous, shaped like a, and held by nothing else) and the output is dB alone.
 extern Primitive matmul_backward_p;
 
+// Whether device d has a kernel for p (fused entries may lack one on some devices; the caller
+// then runs the composed rule).
+bool has_kernel(const Primitive& p, Device d);
+
 // Whether t is the one handle on a dense buffer that no other tensor views and no tape tracks:
 // a first-order backward pass may then write it in place (cotangent accumulation, dA over dy).
 bool sole_dense_handle(const Tensor& t);

@@ -38,9 +38,7 @@ bool fused_matmul_pullback(const Tensor& dy, const Tensor& a, const Tensor& b, T
   if (a.ndim() == 2 && a.numel() * b.shape()[1] > kFusedTinyMatmul) return false;
   const DType t = a.dtype();
   if ((t != f32 && t != f64) || b.dtype() != t || dy.dtype() != t) return false;
-  bool has_kernel = false;
-  for (KernelFn k : matmul_backward_p.kernels[int(a.device())]) has_kernel |= k != nullptr;
-  if (!has_kernel) return false;
+  if (!has_kernel(matmul_backward_p, a.device())) return false;
   auto sa = contiguous_strides(a.shape()), sb = contiguous_strides(b.shape());
   // A batched cotangent that only this backward pass holds (made by the pullback before, moved
   // out of the tape's slot) and that is shaped like dA takes dA in place: the kernel skips a

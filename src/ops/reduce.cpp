@@ -122,9 +122,7 @@ Primitive min_p{.name = "min", .forward = reduce_forward, .saves = saves::input(
 Tensor logsumexp_grad(const Tensor& dy, const Tensor& x, const Tensor& y) {
   if (detail::recording_depth == 0 && (x.dtype() == f32 || x.dtype() == f64) &&
       dy.dtype() == x.dtype()) {
-    bool has_kernel = false;
-    for (KernelFn k : logsumexp_backward_p.kernels[int(x.device())]) has_kernel |= k != nullptr;
-    if (has_kernel) return bind(logsumexp_backward_p, {dy, x, y});
+    if (has_kernel(logsumexp_backward_p, x.device())) return bind(logsumexp_backward_p, {dy, x, y});
   }
   return dy * exp(x - y);
 }
