@@ -164,3 +164,44 @@ TEST(ScalarReduce, Errors) {
                                       }),
                fx::Error);
 }
+
+// A dot of two Real ranges takes elements two at a time (an odd last one alone): every length
+// from 0 to 9, ranges mixing constants and variables, and a Real of a finished recording at
+// each position, in either range.
+TEST(ScalarReduce, DotProductEveryLengthAndPosition) {
+  for (size_t n = 0; n <= 9; ++n) {
+    fx::ad::ScalarRecording rec;
+    std::vector<fx::Real> a(n), b(n);
+    double want = 0;
+    for (size_t i = 0; i < n; ++i) {
+      const double x = 0.5 + 0.25 * double(i), y = 1.5 - 0.5 * double(i);
+      a[i] = rec.variable(x);
+      b[i] = i % 3 == 1 ? fx::Real(y) : rec.variable(y);  // some constants among the variables
+      want += x * y;
+    }
+    fx::Real d = fx::dot_product(a, b);
+    EXPECT_DOUBLE_EQ(d.value(), want) << n;
+    if (n == 0) continue;
+    const auto& adj = rec.adjoints(d);
+    for (size_t i = 0; i < n; ++i) {
+      EXPECT_DOUBLE_EQ(adj[a[i].index()], b[i].value()) << n << " " << i;
+      if (b[i].index() != 0) EXPECT_DOUBLE_EQ(adj[b[i].index()], a[i].value()) << n << " " << i;
+    }
+  }
+  fx::Real stale;
+  {
+    fx::ad::ScalarRecording old;
+    stale = old.variable(3.0);
+  }
+  for (size_t n = 1; n <= 5; ++n)
+    for (size_t at = 0; at < n; ++at) {
+      fx::ad::ScalarRecording rec;
+      std::vector<fx::Real> a(n), b(n);
+      for (size_t i = 0; i < n; ++i) a[i] = rec.variable(1.0), b[i] = rec.variable(2.0);
+      std::vector<fx::Real> a_bad = a, b_bad = b;
+      a_bad[at] = stale;
+      b_bad[at] = stale;
+      EXPECT_THROW(fx::dot_product(a_bad, b), fx::Error) << n << " " << at;
+      EXPECT_THROW(fx::dot_product(a, b_bad), fx::Error) << n << " " << at;
+    }
+}

@@ -11,7 +11,7 @@
 // `fx::dot_product(std::span(row, j), std::span(v, j))`). With Real elements the recorded
 // statement holds the partials (b_i for a_i, a_i for b_i, 2 v_i, 1), so the tape and its sweep
 // do a few stores per element where an element-by-element loop does a whole statement (ADBench's
-// GMM in bench/scalar_ad: 115M instead of 230M instructions per gradient). With other element
+// GMM in bench/scalar_ad: 109M instead of 230M instructions per gradient). With other element
 // types (double, fx::Dual, std::complex, ...) each is the plain loop. Ranges of different
 // lengths throw fx::Error.
 #pragma once
