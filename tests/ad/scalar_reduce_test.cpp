@@ -185,7 +185,9 @@ TEST(ScalarReduce, DotProductEveryLengthAndPosition) {
     const auto& adj = rec.adjoints(d);
     for (size_t i = 0; i < n; ++i) {
       EXPECT_DOUBLE_EQ(adj[a[i].index()], b[i].value()) << n << " " << i;
-      if (b[i].index() != 0) EXPECT_DOUBLE_EQ(adj[b[i].index()], a[i].value()) << n << " " << i;
+      if (b[i].index() != 0) {
+        EXPECT_DOUBLE_EQ(adj[b[i].index()], a[i].value()) << n << " " << i;
+      }
     }
   }
   fx::Real stale;
