@@ -108,7 +108,7 @@ Real record_dot(const double* a, const Real* b, size_t n) {
 namespace {
 
 // Two Reals side by side are four 64-bit lanes: value, index | tape << 32, value, index | tape
-// << 32 (Real's layout, checked here). A dot of two Real ranges takes them two at a time as
+// << 32 (Real's layout: its size here, the lane order by ScalarReduce tests). A dot of two Real ranges takes them two at a time as
 // vectors: one shuffle makes the four partials (b0, a0, b1, a1 for operands a0, b0, a1, b1),
 // another the four index words, whose low halves are the operand indices and which feed the
 // id check whole. Vector extensions, not intrinsics: any target compiles them (AVX2: two
@@ -119,9 +119,8 @@ using F64x4 = double __attribute__((vector_size(32)));
 using U64x4 = uint64_t __attribute__((vector_size(32)));
 using U32x8 = uint32_t __attribute__((vector_size(32)));
 using U32x4 = uint32_t __attribute__((vector_size(16)));
-static_assert(sizeof(Real) == 16 && alignof(Real) == 8 && std::is_trivially_copyable_v<Real>);
-
 using F64x2 = double __attribute__((vector_size(16)));
+static_assert(sizeof(Real) == 16 && alignof(Real) == 8 && std::is_trivially_copyable_v<Real>);
 
 // The exact check of a dot's two ranges, off the fast path (mixed ids, or a foreign Real).
 [[gnu::noinline, gnu::cold]] void check_dot(const Real* a, const Real* b, size_t n) {
