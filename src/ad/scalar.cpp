@@ -135,8 +135,32 @@ const std::vector<double>& ScalarTape::adjoints(uint32_t out, double seed) {
 namespace {
 // Tapes are reused across gradient calls so steady-state loops do not allocate.
 thread_local std::vector<std::unique_ptr<ScalarTape>> spare_tapes;
+// The same for the Reals of vector arguments; a few per thread (a call has as many as it has
+// vector arguments), the largest kept when there are more.
+thread_local std::vector<std::vector<Real>> spare_real_buffers;
+constexpr size_t kMaxSpareRealBuffers = 8;
 std::atomic<uint32_t> next_tape_id{0};  // global: a Real may cross threads
 }  // namespace
+
+std::vector<Real> take_real_buffer() {
+  if (spare_real_buffers.empty()) return {};
+  std::vector<Real> b = std::move(spare_real_buffers.back());
+  spare_real_buffers.pop_back();
+  b.clear();
+  return b;
+}
+
+void give_real_buffer(std::vector<Real>&& buffer) {
+  if (buffer.capacity() == 0) return;
+  if (spare_real_buffers.size() < kMaxSpareRealBuffers) {
+    spare_real_buffers.push_back(std::move(buffer));
+    return;
+  }
+  auto smallest = std::min_element(
+      spare_real_buffers.begin(), spare_real_buffers.end(),
+      [](const auto& a, const auto& b) { return a.capacity() < b.capacity(); });
+  if (smallest->capacity() < buffer.capacity()) *smallest = std::move(buffer);
+}
 
 ScalarRecording::ScalarRecording()
     : outer_(active_scalar_tape), outer_id_(active_scalar_tape_id()),

@@ -155,3 +155,40 @@ TEST(ScalarAD, LongTapesGrowCorrectly) {
     ASSERT_DOUBLE_EQ(g.back(), 2 * x.back());
   }
 }
+
+// The Reals of vector arguments live in buffers kept between gradient calls: calls of growing
+// and shrinking sizes, several vector arguments, nested vectors, a function that changes its
+// argument, and a gradient inside another one's function all see fresh, correct arguments.
+TEST(ScalarAD, VectorArgumentBuffersAreReusedSafely) {
+  auto sq = [](const auto& v) {
+    typename std::decay_t<decltype(v)>::value_type s = 0;
+    for (const auto& e : v) s += e * e;
+    return s;
+  };
+  for (size_t n : {5, 1000, 3, 0, 64, 1000}) {
+    std::vector<double> x(n);
+    for (size_t i = 0; i < n; ++i) x[i] = 0.5 + double(i % 7);
+    std::vector<double> g = fx::gradient(sq, x);
+    ASSERT_EQ(g.size(), n);
+    for (size_t i = 0; i < n; ++i) EXPECT_DOUBLE_EQ(g[i], 2 * x[i]) << n << " " << i;
+  }
+  std::vector<double> a = {1, 2, 3}, b = {4, 5};
+  auto [ga, gb] = fx::gradient([](const auto& u, const auto& v) { return u[2] * v[1]; }, a, b);
+  EXPECT_EQ(ga, (std::vector<double>{0, 0, 5}));
+  EXPECT_EQ(gb, (std::vector<double>{0, 3}));
+  std::vector<std::vector<double>> nested = {{1, 2}, {3}};
+  auto gn = fx::gradient([](const auto& m) { return m[0][1] * m[1][0]; }, nested);
+  EXPECT_EQ(gn, (std::vector<std::vector<double>>{{0, 3}, {2}}));
+  // f grows its (by-value) argument: the caller's gradient keeps the argument's length.
+  auto grows = [](auto v) {
+    v.push_back(v[0] * 2.0);
+    return v[0] * v.back();
+  };
+  EXPECT_EQ(fx::gradient(grows, std::vector<double>{3}), (std::vector<double>{12}));
+  // A gradient taken inside the differentiated function, on a vector of plain numbers.
+  auto outer = [&](const auto& v) {
+    std::vector<double> inner = fx::gradient(sq, std::vector<double>{1, 2, 3});
+    return v[0] * inner[2];
+  };
+  EXPECT_EQ(fx::gradient(outer, std::vector<double>{2}), (std::vector<double>{6}));
+}

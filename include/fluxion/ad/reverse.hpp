@@ -97,11 +97,28 @@ real_t<T> to_real(const T& x, ScalarRecording& rec) {
   } else if constexpr (is_complex_v<T>) {
     Real re = rec.variable(double(x.real()));
     return std::complex<Real>(re, rec.variable(double(x.imag())));
+  } else if constexpr (std::is_same_v<real_t<T>, std::vector<Real>>) {
+    // A vector of numbers: its Reals go into a buffer kept from an earlier gradient (see
+    // take_real_buffer), written once.
+    std::vector<Real> r = take_real_buffer();
+    r.reserve(x.size());
+    for (size_t i = 0; i < x.size(); ++i) r.push_back(rec.variable(double(x[i])));
+    return r;
   } else {
     real_t<T> r{};
     if constexpr (requires { r.resize(x.size()); }) r.resize(x.size());
     for (size_t i = 0; i < x.size(); ++i) r[i] = to_real(x[i], rec);
     return r;
+  }
+}
+
+// Hands the vector buffers of to_real's result back for the next gradient.
+template <class R>
+void release_real(R& r) {
+  if constexpr (std::is_same_v<R, std::vector<Real>>) {
+    give_real_buffer(std::move(r));
+  } else if constexpr (requires { r.size(); r[0]; } && !std::is_same_v<R, std::complex<Real>>) {
+    for (auto& e : r) release_real(e);
   }
 }
 
@@ -113,6 +130,11 @@ T adjoint_of(const T& x, const real_t<T>& r, const std::vector<double>& adj) {
     // Zygote's convention: ∂f/∂x + i ∂f/∂y.
     using V = typename T::value_type;
     return T(static_cast<V>(adj[r.real().index()]), static_cast<V>(adj[r.imag().index()]));
+  } else if constexpr (requires(T& v) { v.push_back(x[0]); v.reserve(size_t(0)); }) {
+    T g;  // written once (a copy of x then overwritten would pass over it twice)
+    g.reserve(x.size());
+    for (size_t i = 0; i < x.size(); ++i) g.push_back(adjoint_of(x[i], r[i], adj));
+    return g;
   } else {
     T g = x;
     for (size_t i = 0; i < x.size(); ++i) g[i] = adjoint_of(x[i], r[i], adj);
@@ -135,6 +157,7 @@ auto scalar_value_and_gradient(F&& f, const Args&... args) {
   auto grads = [&]<size_t... I>(std::index_sequence<I...>) {
     return std::tuple<Args...>{adjoint_of(args, std::get<I>(xs), adj)...};
   }(std::index_sequence_for<Args...>{});
+  std::apply([](auto&... x) { (release_real(x), ...); }, xs);
   return std::pair{y.value(), std::move(grads)};
 }
 

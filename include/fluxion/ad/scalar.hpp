@@ -559,6 +559,13 @@ std::ostream& operator<<(std::ostream& os, const ad::Expr<N>& x) {
 
 namespace ad {
 
+// Buffers for the Reals of vector arguments (fx::gradient, reverse.hpp), kept per thread across
+// gradient calls as the tapes are: a loop of gradients over a large vector reuses the same pages
+// instead of faulting fresh ones in (a 10^6-element vector of Reals is 16 MB). take_ returns an
+// empty vector (with the capacity of a buffer given back earlier, if any).
+std::vector<Real> take_real_buffer();
+void give_real_buffer(std::vector<Real>&& buffer);
+
 // Starts a scalar recording on this thread and ends it on destruction (nesting restores the outer).
 class ScalarRecording {
  public:
