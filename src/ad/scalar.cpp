@@ -5,6 +5,7 @@
 #include <atomic>
 #include <cstring>
 #include <memory>
+#include <numeric>
 #include <ostream>
 
 namespace fx {
@@ -43,7 +44,7 @@ ScalarTape::ScalarTape() {
   end_[0] = 0;
 }
 
-void ScalarTape::grow(size_t ops) {
+void ScalarTape::grow(size_t ops, size_t statements) {
   // Indices and operand offsets are 32-bit: a tape past 4e9 entries is an error, not a wrap.
   FX_CHECK(uint64_t(n_) + 2 < kMaxIndex && uint64_t(ops_n_) + ops < kMaxIndex,
            "fx::Real: the scalar tape is full (", n_, " statements, ", ops_n_,
@@ -56,12 +57,25 @@ void ScalarTape::grow(size_t ops) {
   }
   // Restore reserve()'s invariant: more statement room than operand room (plus one for a
   // variable). The statement stack's unused tail is never touched, so it costs address space only.
-  const size_t need = n_ + (ops_cap_ - ops_n_) + 2;
+  const size_t need = n_ + statements + (ops_cap_ - ops_n_) + 2;
   if (stmt_cap_ < need) {
     FX_CHECK(need < kMaxIndex, "fx::Real: the scalar tape is full (", n_, " statements)");
     regrow(end_store_, end_, n_ + 1, std::min<size_t>(std::max(need, 2 * stmt_cap_), kMaxIndex));
     stmt_cap_ = std::min<size_t>(std::max(need, 2 * stmt_cap_), kMaxIndex);
   }
+}
+
+uint32_t ScalarTape::variables(size_t count) {
+  FX_CHECK(uint64_t(n_) + count + 2 < kMaxIndex, "fx::Real: the scalar tape is full (", n_,
+           " statements and ", count, " more variables)");
+  if (stmt_cap_ - n_ <= ops_cap_ - ops_n_ + 1 + count) grow(0, count);
+  const uint32_t first = uint32_t(n_ + 1);
+  std::fill(end_ + first, end_ + first + count, uint32_t(ops_n_));
+  n_ += count;
+  const size_t v0 = vars_.size();
+  vars_.resize(v0 + count);
+  std::iota(vars_.begin() + ptrdiff_t(v0), vars_.end(), first);
+  return first;
 }
 
 void ScalarTape::zero_variable_adjoints() {
@@ -146,8 +160,13 @@ std::vector<Real> take_real_buffer() {
   if (spare_real_buffers.empty()) return {};
   std::vector<Real> b = std::move(spare_real_buffers.back());
   spare_real_buffers.pop_back();
-  b.clear();
   return b;
+}
+
+void ScalarRecording::variables(const double* x, size_t n, Real* out) {
+  if (n == 0) return;
+  const uint32_t first = tape_->variables(n), id = active_scalar_tape_id();
+  for (size_t i = 0; i < n; ++i) out[i] = Real(x[i], first + uint32_t(i), id);
 }
 
 void give_real_buffer(std::vector<Real>&& buffer) {

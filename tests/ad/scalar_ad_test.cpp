@@ -165,12 +165,16 @@ TEST(ScalarAD, VectorArgumentBuffersAreReusedSafely) {
     for (const auto& e : v) s += e * e;
     return s;
   };
-  for (size_t n : {5, 1000, 3, 0, 64, 1000}) {
+  // 300000 variables outgrow the tape's first statement stack (made in one step, see
+  // ScalarRecording::variables).
+  for (size_t n : {5, 1000, 3, 0, 64, 300000, 1000}) {
     std::vector<double> x(n);
     for (size_t i = 0; i < n; ++i) x[i] = 0.5 + double(i % 7);
     std::vector<double> g = fx::gradient(sq, x);
     ASSERT_EQ(g.size(), n);
-    for (size_t i = 0; i < n; ++i) EXPECT_DOUBLE_EQ(g[i], 2 * x[i]) << n << " " << i;
+    size_t wrong = 0;
+    for (size_t i = 0; i < n; ++i) wrong += g[i] != 2 * x[i];
+    EXPECT_EQ(wrong, 0u) << n;
   }
   std::vector<double> a = {1, 2, 3}, b = {4, 5};
   auto [ga, gb] = fx::gradient([](const auto& u, const auto& v) { return u[2] * v[1]; }, a, b);

@@ -101,8 +101,14 @@ real_t<T> to_real(const T& x, ScalarRecording& rec) {
     // A vector of numbers: its Reals go into a buffer kept from an earlier gradient (see
     // take_real_buffer), written once.
     std::vector<Real> r = take_real_buffer();
-    r.reserve(x.size());
-    for (size_t i = 0; i < x.size(); ++i) r.push_back(rec.variable(double(x[i])));
+    if constexpr (std::is_same_v<T, std::vector<double>>) {
+      r.resize(x.size());  // a buffer that held more is not written twice
+      rec.variables(x.data(), x.size(), r.data());
+    } else {
+      r.clear();
+      r.reserve(x.size());
+      for (size_t i = 0; i < x.size(); ++i) r.push_back(rec.variable(double(x[i])));
+    }
     return r;
   } else {
     real_t<T> r{};

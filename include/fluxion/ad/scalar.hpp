@@ -61,6 +61,7 @@ struct ScalarTape {
     vars_.push_back(uint32_t(n_));
     return uint32_t(n_);
   }
+  uint32_t variables(size_t count);  // `count` variables at once; returns the first index
   size_t size() const { return n_; }                // statements (the largest index)
   size_t operations() const { return ops_n_; }      // (index, partial) pairs
   // Adjoints of every variable (and of `out`) given the seed adjoint of `out`; the vector is
@@ -81,7 +82,8 @@ struct ScalarTape {
     if (stmt_cap_ - n_ <= ops_cap_ - ops_n_) [[unlikely]] grow(0);
   }
 
-  [[gnu::noinline]] void grow(size_t ops);  // off the hot path
+  // Room for `ops` more operands and `statements` more statements than reserve() keeps.
+  [[gnu::noinline]] void grow(size_t ops, size_t statements = 0);  // off the hot path
   void zero_variable_adjoints();
 
   uint32_t* idx_ = nullptr;   // operation stack: operand index
@@ -123,6 +125,8 @@ inline void set_active_scalar_ids(uint32_t id, uint32_t base) {
 // operators and math functions for it.
 template <int N, class = Real>
 struct Expr;
+
+class ScalarRecording;
 
 template <class T>
 inline constexpr bool is_expr_node_v = false;
@@ -182,6 +186,9 @@ class Real {
   }
 
  private:
+  friend class ad::ScalarRecording;  // makes variables in bulk
+  Real(double v, uint32_t index, uint32_t tape) : v_(v), i_(index), tape_(tape) {}
+
   double v_ = 0;
   uint32_t i_ = 0;     // 0: a constant
   uint32_t tape_ = 0;  // id of the recording that owns index i_ (fills the padding)
@@ -561,8 +568,8 @@ namespace ad {
 
 // Buffers for the Reals of vector arguments (fx::gradient, reverse.hpp), kept per thread across
 // gradient calls as the tapes are: a loop of gradients over a large vector reuses the same pages
-// instead of faulting fresh ones in (a 10^6-element vector of Reals is 16 MB). take_ returns an
-// empty vector (with the capacity of a buffer given back earlier, if any).
+// instead of faulting fresh ones in (a 10^6-element vector of Reals is 16 MB). take_ returns a
+// buffer given back earlier (any size and contents: resize and overwrite it), or an empty one.
 std::vector<Real> take_real_buffer();
 void give_real_buffer(std::vector<Real>&& buffer);
 
@@ -574,6 +581,9 @@ class ScalarRecording {
   ScalarRecording(const ScalarRecording&) = delete;
   ScalarRecording& operator=(const ScalarRecording&) = delete;
   Real variable(double v) { return Real(v, tape_->variable()); }
+  // n variables at once, out[i] with the value x[i]: what fx::gradient does for a vector
+  // argument, without the per-variable checks of variable().
+  void variables(const double* x, size_t n, Real* out);
   // Adjoints (indexed by Real::index()) of this recording's variables for the seed 1 at y. Each
   // call is a fresh sweep; the reference stays valid until the next call or recording.
   const std::vector<double>& adjoints(const Real& y, double seed = 1.0) const {
