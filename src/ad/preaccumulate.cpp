@@ -25,7 +25,7 @@ bool SumPreaccumulation::available() {
 
 SumPreaccumulation::SumPreaccumulation(ScalarTape& tape)
     : tape_(tape), start_(tape.size()), start_ops_(tape.operations()),
-      start_vars_(tape.vars_.size()), base_id_(active_scalar_base_id()) {
+      base_id_(active_scalar_base_id()) {
   tape_.clean_adjoints();  // the terms' contributions accumulate in a clean buffer
   tape_.summing_ = true;
 }
@@ -47,7 +47,8 @@ void SumPreaccumulation::end_term(const Real& term) {
   const uint32_t out = term.index();
   if (out != 0) term.check_same_tape();
   set_active_scalar_ids(base_id_, base_id_);
-  FX_CHECK(tape_.vars_.size() == start_vars_,
+  // Variables are numbered in order, so one made by a term is the last, above the sum's start.
+  FX_CHECK(tape_.vars_.empty() || tape_.vars_.back().end <= start_ + 1,
            "fx::preaccumulated_sum: a term created a variable (make variables before the sum)");
   value_ += term.value();
   if (out != 0) {

@@ -5,7 +5,6 @@
 #include <atomic>
 #include <cstring>
 #include <memory>
-#include <numeric>
 #include <ostream>
 
 namespace fx {
@@ -72,17 +71,16 @@ uint32_t ScalarTape::variables(size_t count) {
   const uint32_t first = uint32_t(n_ + 1);
   std::fill(end_ + first, end_ + first + count, uint32_t(ops_n_));
   n_ += count;
-  const size_t v0 = vars_.size();
-  vars_.resize(v0 + count);
-  std::iota(vars_.begin() + ptrdiff_t(v0), vars_.end(), first);
+  if (!vars_.empty() && vars_.back().end == first) vars_.back().end = uint32_t(n_ + 1);
+  else vars_.push_back({first, uint32_t(n_ + 1)});
   return first;
 }
 
 void ScalarTape::zero_variable_adjoints() {
   double* w = adj_.data();
   const size_t n = adj_.size();
-  for (uint32_t v : vars_)
-    if (v < n) w[v] = 0;
+  for (const VariableRun& r : vars_)
+    if (r.first < n) std::fill(w + r.first, w + std::min<size_t>(r.end, n), 0.0);
   swept_ = false;
 }
 

@@ -58,7 +58,8 @@ struct ScalarTape {
   uint32_t variable() {  // a statement without operands: the one that can use up statement room
     if (stmt_cap_ - n_ <= ops_cap_ - ops_n_ + 1) [[unlikely]] grow(0);
     end_[++n_] = uint32_t(ops_n_);
-    vars_.push_back(uint32_t(n_));
+    if (!vars_.empty() && vars_.back().end == n_) ++vars_.back().end;  // right after the last
+    else vars_.push_back({uint32_t(n_), uint32_t(n_ + 1)});
     return uint32_t(n_);
   }
   uint32_t variables(size_t count);  // `count` variables at once; returns the first index
@@ -94,7 +95,12 @@ struct ScalarTape {
   size_t n_ = 0, ops_n_ = 0, stmt_cap_ = 0, ops_cap_ = 0;
   std::unique_ptr<uint32_t[]> idx_store_, end_store_;
   std::unique_ptr<double[]> mul_store_;
-  std::vector<uint32_t> vars_;  // variable indices: the only adjoints a sweep leaves behind
+  // Variables, as runs of consecutive indices [first, end): the only adjoints a sweep leaves
+  // behind. A vector argument's variables are one run.
+  struct VariableRun {
+    uint32_t first, end;
+  };
+  std::vector<VariableRun> vars_;
   std::vector<double> adj_;
   bool swept_ = false;          // adj_ holds variable adjoints of a sweep
   bool summing_ = false;        // a preaccumulated sum is running (preaccumulate.hpp)
