@@ -161,12 +161,6 @@ std::vector<Real> take_real_buffer() {
   return b;
 }
 
-void ScalarRecording::variables(const double* x, size_t n, Real* out) {
-  if (n == 0) return;
-  const uint32_t first = tape_->variables(n), id = active_scalar_tape_id();
-  for (size_t i = 0; i < n; ++i) out[i] = Real(x[i], first + uint32_t(i), id);
-}
-
 void give_real_buffer(std::vector<Real>&& buffer) {
   if (buffer.capacity() == 0) return;
   if (spare_real_buffers.size() < kMaxSpareRealBuffers) {
@@ -177,6 +171,12 @@ void give_real_buffer(std::vector<Real>&& buffer) {
       spare_real_buffers.begin(), spare_real_buffers.end(),
       [](const auto& a, const auto& b) { return a.capacity() < b.capacity(); });
   if (smallest->capacity() < buffer.capacity()) *smallest = std::move(buffer);
+}
+
+void ScalarRecording::variables(const double* x, size_t n, Real* out) {
+  if (n == 0) return;
+  const uint32_t first = tape_->variables(n), id = active_scalar_tape_id();
+  for (size_t i = 0; i < n; ++i) out[i] = Real(x[i], first + uint32_t(i), id);
 }
 
 ScalarRecording::ScalarRecording()
