@@ -18,6 +18,20 @@ namespace {
 using fx::Tensor;
 using fx::ad_test::vec;
 
+// Runs body(dtype) for f32 and f64 on the tuned CPU kernels and on the reference ones, with the
+// dtype and the backend in every failure message.
+template <class Body>
+void on_cpu_backends_and_dtypes(Body body) {
+  for (bool reference : {false, true}) {
+    fx::testing::BackendScope scope(reference ? fx::testing::Backends::reference
+                                              : fx::testing::Backends::all);
+    for (fx::DType t : {fx::f32, fx::f64}) {
+      SCOPED_TRACE(::testing::Message() << fx::dtype_name(t) << (reference ? ", reference" : ""));
+      body(t);
+    }
+  }
+}
+
 // The composed pullbacks, evaluated as the primitive table writes them.
 Tensor tanh_rule(const Tensor& dy, const Tensor& y) { return dy * (1.0 - y * y); }
 Tensor sigmoid_rule(const Tensor& dy, const Tensor& y) { return dy * (y * (1.0 - y)); }
@@ -45,102 +59,87 @@ TEST(OverheadPaths, FusedPullbacksMatchComposedRules) {
 // square's fused pullback (dy 2x) and logsumexp's (dy exp(x - y), with dy and y broadcast
 // back over the reduced axes), on both CPU backends, against the composed rules.
 TEST(OverheadPaths, FusedSquareAndLogsumexpPullbacksMatchComposedRules) {
-  for (bool reference : {false, true}) {
-    fx::testing::BackendScope scope(reference ? fx::testing::Backends::reference
-                                              : fx::testing::Backends::all);
-    for (fx::DType t : {fx::f32, fx::f64}) {
-      SCOPED_TRACE(::testing::Message() << fx::dtype_name(t) << (reference ? ", reference" : ""));
-      fx::Generator gen(11);
-      Tensor x = fx::randn({6, 300}, gen, t) * 20.0, dy = fx::randn({6, 300}, gen, t);
-      auto [s, back_s] = fx::pullback([](const Tensor& v) { return fx::square(v); }, x);
-      expect_same(back_s(dy), dy * (x * 2.0), t);
-      // sum_squares pulls back through the same kernel, its cotangent broadcast back.
-      for (int64_t axis : {0, 1}) {
-        auto [q, back_q] = fx::pullback([&](const Tensor& v) { return fx::sum_squares(v, axis); }, x);
-        Tensor d = fx::randn(q.shape(), gen, t);
-        expect_same(back_q(d), fx::expand(fx::unsqueeze(d, axis), x.shape()) * (x * 2.0), t);
-      }
-      for (int64_t axis : {0, 1}) {
-        auto [y, back] = fx::pullback([&](const Tensor& v) { return fx::logsumexp(v, axis); }, x);
-        Tensor d = fx::randn(y.shape(), gen, t);
-        Tensor ye = fx::expand(fx::unsqueeze(y, axis), x.shape());
-        Tensor de = fx::expand(fx::unsqueeze(d, axis), x.shape());
-        expect_same(back(d), de * fx::exp(x - ye), t);
-      }
+  on_cpu_backends_and_dtypes([](fx::DType t) {
+    fx::Generator gen(11);
+    Tensor x = fx::randn({6, 300}, gen, t) * 20.0, dy = fx::randn({6, 300}, gen, t);
+    auto [s, back_s] = fx::pullback([](const Tensor& v) { return fx::square(v); }, x);
+    expect_same(back_s(dy), dy * (x * 2.0), t);
+    // sum_squares pulls back through the same kernel, its cotangent broadcast back.
+    for (int64_t axis : {0, 1}) {
+      auto [q, back_q] = fx::pullback([&](const Tensor& v) { return fx::sum_squares(v, axis); }, x);
+      Tensor d = fx::randn(q.shape(), gen, t);
+      expect_same(back_q(d), fx::expand(fx::unsqueeze(d, axis), x.shape()) * (x * 2.0), t);
     }
-  }
+    for (int64_t axis : {0, 1}) {
+      auto [y, back] = fx::pullback([&](const Tensor& v) { return fx::logsumexp(v, axis); }, x);
+      Tensor d = fx::randn(y.shape(), gen, t);
+      Tensor ye = fx::expand(fx::unsqueeze(y, axis), x.shape());
+      Tensor de = fx::expand(fx::unsqueeze(d, axis), x.shape());
+      expect_same(back(d), de * fx::exp(x - ye), t);
+    }
+  });
 }
 
 // A batched product's two adjoints come from one fused kernel when nothing records: equal to
 // the composed rule's two products, on both CPU backends, with a transposed and a broadcast
 // right operand (the GMM's x @ Q^T and a shared weight).
 TEST(OverheadPaths, FusedMatmulPullbackMatchesComposedRule) {
-  for (bool reference : {false, true}) {
-    fx::testing::BackendScope scope(reference ? fx::testing::Backends::reference
-                                              : fx::testing::Backends::all);
-    for (fx::DType t : {fx::f32, fx::f64}) {
-      SCOPED_TRACE(::testing::Message() << fx::dtype_name(t) << (reference ? ", reference" : ""));
-      const double tol = t == fx::f32 ? 1e-5 : 1e-12;
-      fx::Generator gen(5);
-      // (4, 400, 10): enough work to split the batches across threads where there are any.
-      Tensor a = fx::randn({4, 400, 10}, gen, t), q = fx::randn({4, 10, 10}, gen, t);
-      Tensor w = fx::randn({10, 7}, gen, t);
-      auto [y, back] = fx::pullback(
-          [](const Tensor& x, const Tensor& v) { return fx::matmul(x, fx::transpose(v, 1, 2)); },
-          a, q);
-      Tensor dy = fx::randn(y.shape(), gen, t);
-      auto [da, dq] = back(dy);
-      EXPECT_TRUE(fx::allclose(da, fx::matmul(dy, q), tol, tol));
-      EXPECT_TRUE(fx::allclose(dq, fx::transpose(fx::matmul(fx::transpose(a, 1, 2), dy), 1, 2),
-                               tol, tol));
-      auto [y2, back2] =
-          fx::pullback([](const Tensor& x, const Tensor& v) { return fx::matmul(x, v); }, a, w);
-      Tensor dy2 = fx::randn(y2.shape(), gen, t);
-      auto [da2, dw] = back2(dy2);
-      EXPECT_TRUE(fx::allclose(da2, fx::matmul(dy2, fx::transpose(w, 0, 1)), tol, tol));
-      EXPECT_TRUE(
-          fx::allclose(dw, fx::sum(fx::matmul(fx::transpose(a, 1, 2), dy2), {0}), tol, tol));
-    }
-  }
+  on_cpu_backends_and_dtypes([](fx::DType t) {
+    const double tol = t == fx::f32 ? 1e-5 : 1e-12;
+    fx::Generator gen(5);
+    // (4, 400, 10): enough work to split the batches across threads where there are any.
+    Tensor a = fx::randn({4, 400, 10}, gen, t), q = fx::randn({4, 10, 10}, gen, t);
+    Tensor w = fx::randn({10, 7}, gen, t);
+    auto [y, back] = fx::pullback(
+        [](const Tensor& x, const Tensor& v) { return fx::matmul(x, fx::transpose(v, 1, 2)); },
+        a, q);
+    Tensor dy = fx::randn(y.shape(), gen, t);
+    auto [da, dq] = back(dy);
+    EXPECT_TRUE(fx::allclose(da, fx::matmul(dy, q), tol, tol));
+    EXPECT_TRUE(fx::allclose(dq, fx::transpose(fx::matmul(fx::transpose(a, 1, 2), dy), 1, 2),
+                             tol, tol));
+    auto [y2, back2] =
+        fx::pullback([](const Tensor& x, const Tensor& v) { return fx::matmul(x, v); }, a, w);
+    Tensor dy2 = fx::randn(y2.shape(), gen, t);
+    auto [da2, dw] = back2(dy2);
+    EXPECT_TRUE(fx::allclose(da2, fx::matmul(dy2, fx::transpose(w, 0, 1)), tol, tol));
+    EXPECT_TRUE(
+        fx::allclose(dw, fx::sum(fx::matmul(fx::transpose(a, 1, 2), dy2), {0}), tol, tol));
+  });
 }
 
 // A product's two cotangents from one kernel (dense operands), and a tiny 2-d matmul's two
 // adjoints from one kernel, on both CPU backends: equal to the composed rules. A transposed
 // (non-dense) operand takes the composed rule and must agree too.
 TEST(OverheadPaths, FusedMulAndTinyMatmulPullbacksMatchComposedRules) {
-  for (bool reference : {false, true}) {
-    fx::testing::BackendScope scope(reference ? fx::testing::Backends::reference
-                                              : fx::testing::Backends::all);
-    for (fx::DType t : {fx::f32, fx::f64}) {
-      SCOPED_TRACE(::testing::Message() << fx::dtype_name(t) << (reference ? ", reference" : ""));
-      const double tol = t == fx::f32 ? 1e-5 : 1e-13;
-      fx::Generator gen(3);
-      Tensor a = fx::randn({3, 5}, gen, t), b = fx::randn({3, 5}, gen, t);
-      Tensor bt = fx::transpose(fx::randn({5, 3}, gen, t), 0, 1);
-      Tensor dy = fx::randn({3, 5}, gen, t);
-      auto mul = [](const Tensor& x, const Tensor& y) { return x * y; };
-      for (const Tensor& rhs : {b, bt}) {
-        auto [y, back] = fx::pullback(mul, a, rhs);
-        auto [da, db] = back(dy);
-        EXPECT_TRUE(fx::allclose(da, dy * rhs, tol, tol));
-        EXPECT_TRUE(fx::allclose(db, dy * a, tol, tol));
-        auto [da2, db2] = back(dy);  // the tape's saved inputs were not written
-        EXPECT_TRUE(fx::allclose(da2, da, 0, 0) && fx::allclose(db2, db, 0, 0));
-      }
-      // 3x4 @ 4x6 (m n k = 72): the fused kernel's plain loops, plain and transposed right
-      // operand (the latter is x @ W^T, a layer's product).
-      Tensor x = fx::randn({3, 4}, gen, t), w = fx::randn({4, 6}, gen, t);
-      Tensor wt = fx::transpose(fx::randn({6, 4}, gen, t), 0, 1);
-      Tensor g = fx::randn({3, 6}, gen, t);
-      for (const Tensor& rhs : {w, wt}) {
-        auto [y, back] = fx::pullback(
-            [](const Tensor& u, const Tensor& v) { return fx::matmul(u, v); }, x, rhs);
-        auto [dx, dw] = back(g);
-        EXPECT_TRUE(fx::allclose(dx, fx::matmul(g, fx::transpose(rhs, 0, 1)), tol, tol));
-        EXPECT_TRUE(fx::allclose(dw, fx::matmul(fx::transpose(x, 0, 1), g), tol, tol));
-      }
+  on_cpu_backends_and_dtypes([](fx::DType t) {
+    const double tol = t == fx::f32 ? 1e-5 : 1e-13;
+    fx::Generator gen(3);
+    Tensor a = fx::randn({3, 5}, gen, t), b = fx::randn({3, 5}, gen, t);
+    Tensor bt = fx::transpose(fx::randn({5, 3}, gen, t), 0, 1);
+    Tensor dy = fx::randn({3, 5}, gen, t);
+    auto mul = [](const Tensor& x, const Tensor& y) { return x * y; };
+    for (const Tensor& rhs : {b, bt}) {
+      auto [y, back] = fx::pullback(mul, a, rhs);
+      auto [da, db] = back(dy);
+      EXPECT_TRUE(fx::allclose(da, dy * rhs, tol, tol));
+      EXPECT_TRUE(fx::allclose(db, dy * a, tol, tol));
+      auto [da2, db2] = back(dy);  // the tape's saved inputs were not written
+      EXPECT_TRUE(fx::allclose(da2, da, 0, 0) && fx::allclose(db2, db, 0, 0));
     }
-  }
+    // 3x4 @ 4x6 (m n k = 72): the fused kernel's plain loops, plain and transposed right
+    // operand (the latter is x @ W^T, a layer's product).
+    Tensor x = fx::randn({3, 4}, gen, t), w = fx::randn({4, 6}, gen, t);
+    Tensor wt = fx::transpose(fx::randn({6, 4}, gen, t), 0, 1);
+    Tensor g = fx::randn({3, 6}, gen, t);
+    for (const Tensor& rhs : {w, wt}) {
+      auto [y, back] = fx::pullback(
+          [](const Tensor& u, const Tensor& v) { return fx::matmul(u, v); }, x, rhs);
+      auto [dx, dw] = back(g);
+      EXPECT_TRUE(fx::allclose(dx, fx::matmul(g, fx::transpose(rhs, 0, 1)), tol, tol));
+      EXPECT_TRUE(fx::allclose(dw, fx::matmul(fx::transpose(x, 0, 1), g), tol, tol));
+    }
+  });
 }
 
 // When the product's cotangent is made inside the backward pass (here by sum_squares' pullback)
@@ -148,28 +147,23 @@ TEST(OverheadPaths, FusedMulAndTinyMatmulPullbacksMatchComposedRules) {
 // rule, on both backends, for a narrow product (the GMM's D = 10) and a wider one (the
 // scratch path); a cotangent the caller holds is never written (the test above reads dy after).
 TEST(OverheadPaths, FusedMatmulPullbackInPlaceOverItsOwnCotangent) {
-  for (bool reference : {false, true}) {
-    fx::testing::BackendScope scope(reference ? fx::testing::Backends::reference
-                                              : fx::testing::Backends::all);
-    for (fx::DType t : {fx::f32, fx::f64}) {
-      for (int64_t d : {10, 20}) {
-        SCOPED_TRACE(::testing::Message() << fx::dtype_name(t) << " d " << d
-                                          << (reference ? ", reference" : ""));
-        const double tol = t == fx::f32 ? 1e-4 : 1e-12;
-        fx::Generator gen(9);
-        Tensor a = fx::randn({3, 300, d}, gen, t), q = fx::randn({3, d, d}, gen, t);
-        Tensor w = fx::randn({3, 300}, gen, t);
-        auto f = [&](const Tensor& x, const Tensor& v) {
-          return fx::sum(fx::sum_squares(fx::matmul(x, fx::transpose(v, 1, 2)), {2}) * w);
-        };
-        auto [da, dq] = fx::gradient(f, a, q);
-        // The composed rule: dy = 2 w (x v^T), dA = dy v, dV = dy^T x.
-        Tensor dy = fx::unsqueeze(w, 2) * (fx::matmul(a, fx::transpose(q, 1, 2)) * 2.0);
-        EXPECT_TRUE(fx::allclose(da, fx::matmul(dy, q), tol, tol));
-        EXPECT_TRUE(fx::allclose(dq, fx::matmul(fx::transpose(dy, 1, 2), a), tol, tol));
-      }
+  on_cpu_backends_and_dtypes([](fx::DType t) {
+    for (int64_t d : {10, 20}) {
+      SCOPED_TRACE(::testing::Message() << "d " << d);
+      const double tol = t == fx::f32 ? 1e-4 : 1e-12;
+      fx::Generator gen(9);
+      Tensor a = fx::randn({3, 300, d}, gen, t), q = fx::randn({3, d, d}, gen, t);
+      Tensor w = fx::randn({3, 300}, gen, t);
+      auto f = [&](const Tensor& x, const Tensor& v) {
+        return fx::sum(fx::sum_squares(fx::matmul(x, fx::transpose(v, 1, 2)), {2}) * w);
+      };
+      auto [da, dq] = fx::gradient(f, a, q);
+      // The composed rule: dy = 2 w (x v^T), dA = dy v, dV = dy^T x.
+      Tensor dy = fx::unsqueeze(w, 2) * (fx::matmul(a, fx::transpose(q, 1, 2)) * 2.0);
+      EXPECT_TRUE(fx::allclose(da, fx::matmul(dy, q), tol, tol));
+      EXPECT_TRUE(fx::allclose(dq, fx::matmul(fx::transpose(dy, 1, 2), a), tol, tol));
     }
-  }
+  });
 }
 
 
@@ -202,27 +196,22 @@ TEST(OverheadPaths, SliceCotangentsAccumulateIntoTheRunningSum) {
 // (square, tanh, sigmoid in a chain): the gradient equals the closed form on both backends; a
 // cotangent the caller passes is never written, and a second pass gives the same answer.
 TEST(OverheadPaths, FusedPullbacksWriteOverTheirOwnCotangent) {
-  for (bool reference : {false, true}) {
-    fx::testing::BackendScope scope(reference ? fx::testing::Backends::reference
-                                              : fx::testing::Backends::all);
-    for (fx::DType t : {fx::f32, fx::f64}) {
-      SCOPED_TRACE(::testing::Message() << fx::dtype_name(t) << (reference ? ", reference" : ""));
-      const double tol = t == fx::f32 ? 1e-5 : 1e-13;
-      fx::Generator gen(13);
-      Tensor x = fx::randn({4, 300}, gen, t);
-      auto chain = [](const Tensor& v) { return fx::sigmoid(fx::tanh(fx::square(v))); };
-      Tensor th = fx::tanh(fx::square(x)), s = fx::sigmoid(th);
-      Tensor local = s * (1.0 - s) * (1.0 - th * th) * (x * 2.0);  // d chain / dx, elementwise
-      Tensor g = fx::gradient([&](const Tensor& v) { return fx::sum(chain(v) * 3.0); }, x);
-      EXPECT_TRUE(fx::allclose(g, local * 3.0, tol, tol));
-      auto [y, back] = fx::pullback(chain, x);
-      Tensor dy = fx::randn(y.shape(), gen, t), dy_copy = dy.clone();
-      Tensor g1 = back(dy), g2 = back(dy);
-      EXPECT_TRUE(fx::allclose(dy, dy_copy, 0, 0));
-      EXPECT_TRUE(fx::allclose(g1, dy * local, tol, tol));
-      EXPECT_TRUE(fx::allclose(g2, g1, 0, 0));
-    }
-  }
+  on_cpu_backends_and_dtypes([](fx::DType t) {
+    const double tol = t == fx::f32 ? 1e-5 : 1e-13;
+    fx::Generator gen(13);
+    Tensor x = fx::randn({4, 300}, gen, t);
+    auto chain = [](const Tensor& v) { return fx::sigmoid(fx::tanh(fx::square(v))); };
+    Tensor th = fx::tanh(fx::square(x)), s = fx::sigmoid(th);
+    Tensor local = s * (1.0 - s) * (1.0 - th * th) * (x * 2.0);  // d chain / dx, elementwise
+    Tensor g = fx::gradient([&](const Tensor& v) { return fx::sum(chain(v) * 3.0); }, x);
+    EXPECT_TRUE(fx::allclose(g, local * 3.0, tol, tol));
+    auto [y, back] = fx::pullback(chain, x);
+    Tensor dy = fx::randn(y.shape(), gen, t), dy_copy = dy.clone();
+    Tensor g1 = back(dy), g2 = back(dy);
+    EXPECT_TRUE(fx::allclose(dy, dy_copy, 0, 0));
+    EXPECT_TRUE(fx::allclose(g1, dy * local, tol, tol));
+    EXPECT_TRUE(fx::allclose(g2, g1, 0, 0));
+  });
 }
 
 TEST(OverheadPaths, SecondOrderThroughFusedRulesStillDifferentiates) {
