@@ -1,7 +1,8 @@
 // Scalar reverse-mode AD (fx::Real through fx::gradient) against the same generic code run on
 // double, in one run: (a) a dot product of length 10^6, element by element; (b) ADBench's GMM
-// objective (d=10, K=25, 1000 points) written as ADBench's reference is, Q (x - mu) by rows with
-// fx::dot_product and its fx::squared_norm, the sum over points with fx::preaccumulated_sum
+// objective (d=10, K=25, 1000 points) written as ADBench's reference is, Q (x - mu) with
+// fx::lower_triangular_product (its Qtimesx) and fx::squared_norm (its sqnorm), the sum over
+// points with fx::preaccumulated_sum
 // (gmm_ratio) or as a plain loop (gmm_loop_ratio: every point on one tape); and the same
 // objective element by element (gmm_elements_ratio, against its own double evaluation).
 // Prints name=value lines. Plain and gradient runs alternate; times are medians over rounds and
@@ -170,9 +171,9 @@ double log_gamma_distrib(double a, int p) {
 // How the sum over points is written: a plain loop (every operation of every point on one tape)
 // or fx::preaccumulated_sum (each point's tape swept while it is in cache).
 enum class Sum { loop, preaccumulated };
-// How the inner products are written: with fx::dot_product and fx::squared_norm over rows, as
-// ADBench's reference (gmm.h) does with its sqnorm and Qtimesx helpers (one tape statement per
-// row), or element by element (`qxc[b] += L * xc[a]`: one statement per multiply-add).
+// How the inner products are written: with fx::lower_triangular_product and fx::squared_norm,
+// as ADBench's reference (gmm.h) does with its Qtimesx and sqnorm helpers (one tape statement
+// per row of Q), or element by element (`qxc[b] += L * xc[a]`: one statement per multiply-add).
 enum class Inner { ranges, elements };
 
 template <class T>
@@ -203,9 +204,7 @@ T gmm_objective(const fx::data::GmmInput& in, const std::vector<T>& alphas,
     for (int c = 0; c < k; ++c) {
       for (int j = 0; j < d; ++j) xc[j] = x[j] - means[c * d + j];
       if (inner == Inner::ranges) {
-        for (int b = 0; b < d; ++b)
-          qxc[b] = fx::dot_product(std::span(&qrows[size_t(c) * tri + b * (b + 1) / 2], b + 1),
-                                   std::span(xc.data(), b + 1));
+        fx::lower_triangular_product(std::span(&qrows[size_t(c) * tri], tri), xc, qxc);
         main_term[c] = alphas[c] + sum_qs[c] - 0.5 * fx::squared_norm(qxc);
         continue;
       }
@@ -275,7 +274,7 @@ int main(int argc, char** argv) {
 
   // ---- (b) ADBench GMM: the plain evaluation, then gradients with the sum over points written
   // as fx::preaccumulated_sum (gmm_*) and as a plain loop on one long tape (gmm_loop_*), inner
-  // products over rows (fx::dot_product, fx::squared_norm); and the element-by-element form
+  // products by range (fx::lower_triangular_product, fx::squared_norm); and the element form
   // (gmm_elements_*) against its own plain evaluation.
   fx::data::GmmInput in = fx::data::read_gmm(path);
   auto objective = [&](Sum how, Inner inner) {

@@ -122,13 +122,15 @@ using U32x4 = uint32_t __attribute__((vector_size(16)));
 using F64x2 = double __attribute__((vector_size(16)));
 static_assert(sizeof(Real) == 16 && alignof(Real) == 8 && std::is_trivially_copyable_v<Real>);
 
-// The exact check of a dot's two ranges, off the fast path (mixed ids, or a foreign Real).
-[[gnu::noinline, gnu::cold]] void check_dot(const Real* a, const Real* b, size_t n) {
-  RangeIds ra, rb;
-  for (size_t i = 0; i < n; ++i) ra.add(a[i].index_and_tape()), rb.add(b[i].index_and_tape());
-  const unsigned long long ids = active_scalar_ids;
-  check_range(a, n, ra, ids);
-  check_range(b, n, rb, ids);
+// The exact check of a range, off the fast path (mixed ids, or a foreign Real).
+[[gnu::noinline, gnu::cold]] void check_reals(const Real* v, size_t n) {
+  RangeIds r;
+  for (size_t i = 0; i < n; ++i) r.add(v[i].index_and_tape());
+  check_range(v, n, r, active_scalar_ids);
+}
+void check_dot(const Real* a, const Real* b, size_t n) {
+  check_reals(a, n);
+  check_reals(b, n);
 }
 
 // Two Reals from 16-byte halves (the last, odd element of a range pairs with itself).
@@ -139,28 +141,20 @@ inline F64x4 pair_of(const Real* lo, const Real* hi) {
   return __builtin_shufflevector(l, h, 0, 1, 2, 3);
 }
 
-}  // namespace
-
-FX_SHORT_LOOPS Real record_dot(const Real* a, const Real* b, size_t n) {
-  ScalarTape* tape = active_scalar_tape;
-  if (!tape) [[unlikely]] {  // no recording: every element must be a constant
-    check_dot(a, b, n);
-    double s = 0;
-    for (size_t i = 0; i < n; ++i) s += a[i].value() * b[i].value();
-    return Real(s);
-  }
-  // Room for one pair more than the statement: an odd range's last element is written twice,
-  // the copy past the statement's end (where the next statement writes).
-  tape->reserve(2 * n + 2);
-  uint32_t* ip = tape->idx_ + tape->ops_n_;
-  double* mp = tape->mul_ + tape->ops_n_;
+// Σ a_i b_i, writing the statement's operands at ip, mp (a, b interleaved; an odd range's last
+// element twice, the copy past the statement's end) and folding the index words into the lanes
+// of `any` and `all` (0 and 2: a's, 1 and 3: b's) for the id check.
+struct DotIds {
+  U64x4 any = {0, 0, 0, 0}, all = ~U64x4{0, 0, 0, 0};
+};
+[[gnu::always_inline]] inline double write_dot(const Real* a, const Real* b, size_t n,
+                                               uint32_t* ip, double* mp, DotIds& ids) {
   double s = 0;
-  U64x4 any = {0, 0, 0, 0}, all = ~any;  // lanes 0 and 2: a's words, 1 and 3: b's
   auto put = [&](size_t i, F64x4 va, F64x4 vb) {
     const F64x4 partials = __builtin_shufflevector(vb, va, 0, 4, 2, 6);
     const U64x4 words = __builtin_shufflevector(U64x4(va), U64x4(vb), 1, 5, 3, 7);
-    any |= words;
-    all &= words;
+    ids.any |= words;
+    ids.all &= words;
     const U32x4 index = __builtin_shufflevector(U32x8(words), U32x8(words), 0, 2, 4, 6);
     std::memcpy(mp + 2 * i, &partials, sizeof partials);
     std::memcpy(ip + 2 * i, &index, sizeof index);
@@ -178,21 +172,90 @@ FX_SHORT_LOOPS Real record_dot(const Real* a, const Real* b, size_t n) {
     s += a[i].value() * b[i].value();
     put(i, pair_of(a + i, a + i), pair_of(b + i, b + i));
   }
-  // Each range has one tape id (the OR and the AND of its words agree in the high halves), and
-  // that id may join (valid_id); otherwise the exact check decides (and throws).
-  const U64x4 any2 = any | __builtin_shufflevector(any, any, 2, 3, 0, 1);
-  const U64x4 all2 = all & __builtin_shufflevector(all, all, 2, 3, 0, 1);
+  return s;
+}
+
+// Whether each range has one tape id (the OR and the AND of its words agree in the high
+// halves) and that id may join (valid_id); when not, the exact check decides (and throws).
+bool dot_ids_valid(const DotIds& d) {
+  const U64x4 any = d.any | __builtin_shufflevector(d.any, d.any, 2, 3, 0, 1);
+  const U64x4 all = d.all & __builtin_shufflevector(d.all, d.all, 2, 3, 0, 1);
   const unsigned long long ids = active_scalar_ids;
-  const uint32_t ta = uint32_t(any2[0] >> 32), tb = uint32_t(any2[1] >> 32);
-  if (((any2[0] ^ all2[0]) >> 32 | (any2[1] ^ all2[1]) >> 32) != 0 || !valid_id(ta, ids) ||
-      !valid_id(tb, ids)) [[unlikely]]
-    check_dot(a, b, n);
-  if (uint32_t(any2[0] | any2[1]) == 0) return Real(s);  // every element a constant
-  const size_t end = tape->ops_n_ + 2 * n, k = tape->n_ + 1;
+  return ((any[0] ^ all[0]) >> 32 | (any[1] ^ all[1]) >> 32) == 0 &&
+         valid_id(uint32_t(any[0] >> 32), ids) && valid_id(uint32_t(any[1] >> 32), ids);
+}
+
+// Whether some operand written into `d` is recorded (a nonzero index in a low half).
+bool any_recorded(const DotIds& d) {
+  const U64x4 any = d.any | __builtin_shufflevector(d.any, d.any, 2, 3, 0, 1);
+  return uint32_t(any[0] | any[1]) != 0;
+}
+
+// Commits a statement of the operands written at the tape's end, up to `end`.
+Real commit(ScalarTape* tape, size_t end, double value) {
+  const size_t k = tape->n_ + 1;
   tape->ops_n_ = end;
   tape->n_ = k;
   tape->end_[k] = uint32_t(end);
-  return Real(s, uint32_t(k));
+  return Real(value, uint32_t(k));
+}
+
+}  // namespace
+
+FX_SHORT_LOOPS Real record_dot(const Real* a, const Real* b, size_t n) {
+  ScalarTape* tape = active_scalar_tape;
+  if (!tape) [[unlikely]] {  // no recording: every element must be a constant
+    check_dot(a, b, n);
+    double s = 0;
+    for (size_t i = 0; i < n; ++i) s += a[i].value() * b[i].value();
+    return Real(s);
+  }
+  // Room for one pair more than the statement: an odd range's last element is written twice.
+  tape->reserve(2 * n + 2);
+  DotIds ids;
+  const double s = write_dot(a, b, n, tape->idx_ + tape->ops_n_, tape->mul_ + tape->ops_n_, ids);
+  if (!dot_ids_valid(ids)) [[unlikely]] check_dot(a, b, n);
+  if (!any_recorded(ids)) return Real(s);  // every element a constant
+  return commit(tape, tape->ops_n_ + 2 * n, s);
+}
+
+FX_SHORT_LOOPS void record_lower_triangular_product(const Real* packed, const Real* x, Real* y,
+                                                    size_t n) {
+  ScalarTape* tape = active_scalar_tape;
+  // Every row holds x[0], so when x[0] is recorded every row is a statement. Otherwise (no
+  // recording, or a constant x[0]) some rows may be constants: row by row.
+  if (!tape || n == 0 || x[0].index() == 0) [[unlikely]] {
+    check_reals(packed, n * (n + 1) / 2);  // first, so that y is untouched when one throws
+    check_reals(x, n);
+    for (size_t b = 0; b < n; ++b) y[b] = record_dot(packed + b * (b + 1) / 2, x, b + 1);
+    return;
+  }
+  // Every row's operands at once (n (n + 1), one pair spare), then the row sums, kept there
+  // until the ids are checked: y is written only when the statements are committed. Each
+  // statement has operands, so the statement room follows (ScalarTape::reserve).
+  const size_t ops = n * (n + 1);
+  tape->reserve(ops + 2 + n);
+  const size_t start = tape->ops_n_, first = tape->n_ + 1;
+  uint32_t* ip = tape->idx_ + start;
+  double* mp = tape->mul_ + start;
+  double* sums = mp + ops + 2;
+  uint32_t* ends = tape->end_ + first;
+  DotIds ids;
+  const Real* row = packed;
+  for (size_t b = 0, at = 0; b < n; ++b) {
+    const size_t len = b + 1;
+    sums[b] = write_dot(row, x, len, ip + at, mp + at, ids);
+    at += 2 * len;
+    ends[b] = uint32_t(start + at);
+    row += len;
+  }
+  if (!dot_ids_valid(ids)) [[unlikely]] {
+    check_reals(packed, n * (n + 1) / 2);
+    check_reals(x, n);
+  }
+  for (size_t b = 0; b < n; ++b) y[b] = Real(sums[b], uint32_t(first + b));
+  tape->n_ += n;
+  tape->ops_n_ = start + ops;
 }
 
 }  // namespace fx::ad

@@ -207,3 +207,147 @@ TEST(ScalarReduce, DotProductEveryLengthAndPosition) {
       EXPECT_THROW(fx::dot_product(a, b_bad), fx::Error) << n << " " << at;
     }
 }
+
+namespace {
+
+// y = L x by rows, the plain way (L packed by rows).
+std::vector<double> lower_times(const std::vector<double>& packed, const std::vector<double>& x) {
+  std::vector<double> y(x.size(), 0.0);
+  for (size_t b = 0; b < x.size(); ++b)
+    for (size_t a = 0; a <= b; ++a) y[b] += packed[b * (b + 1) / 2 + a] * x[a];
+  return y;
+}
+
+// Σ_b w_b (L x)_b as generic code: one function of L and x for fx::gradient.
+template <class T>
+T weighted_lower_product(const std::vector<T>& packed, const std::vector<T>& x) {
+  std::vector<T> y(x.size());
+  fx::lower_triangular_product(packed, x, y);
+  T s = 0;
+  for (size_t b = 0; b < y.size(); ++b) s += (1.0 + 0.5 * double(b)) * y[b];
+  return s;
+}
+
+}  // namespace
+
+// Every size from 0 to 7 (rows of odd and even length), against the plain product for values
+// and the closed form for the gradient: d/dL(b, a) = w_b x_a, d/dx_a = Σ_b w_b L(b, a).
+TEST(ScalarReduce, LowerTriangularProductValuesAndGradient) {
+  for (size_t n = 0; n <= 7; ++n) {
+    std::vector<double> packed(n * (n + 1) / 2), x(n);
+    for (size_t i = 0; i < packed.size(); ++i) packed[i] = 0.3 + 0.1 * double(i % 7) - 0.05 * double(i);
+    for (size_t i = 0; i < n; ++i) x[i] = 1.0 - 0.4 * double(i);
+    std::vector<double> y(n);
+    fx::lower_triangular_product(packed, x, y);  // doubles: the plain loops
+    const std::vector<double> want = lower_times(packed, x);
+    for (size_t b = 0; b < n; ++b) EXPECT_NEAR(y[b], want[b], 1e-15) << n << " " << b;
+
+    auto [gl, gx] = fx::gradient(
+        [](const auto& l, const auto& v) { return weighted_lower_product(l, v); }, packed, x);
+    ASSERT_EQ(gl.size(), packed.size());
+    ASSERT_EQ(gx.size(), x.size());
+    for (size_t b = 0; b < n; ++b)
+      for (size_t a = 0; a <= b; ++a)
+        EXPECT_NEAR(gl[b * (b + 1) / 2 + a], (1.0 + 0.5 * double(b)) * x[a], 1e-14) << n;
+    for (size_t a = 0; a < n; ++a) {
+      double s = 0;
+      for (size_t b = a; b < n; ++b) s += (1.0 + 0.5 * double(b)) * packed[b * (b + 1) / 2 + a];
+      EXPECT_NEAR(gx[a], s, 1e-14) << n << " " << a;
+    }
+  }
+}
+
+// One statement per row, recorded in one call; rows that hold only constants (x[0] a constant)
+// are constants, as fx::dot_product of the row would be.
+TEST(ScalarReduce, LowerTriangularProductStatementsAndConstantRows) {
+  fx::ad::ScalarRecording rec;
+  std::vector<fx::Real> packed, x;
+  for (int i = 0; i < 6; ++i) packed.push_back(rec.variable(0.5 + i));
+  for (int i = 0; i < 3; ++i) x.push_back(rec.variable(2.0 - i));
+  std::vector<fx::Real> y(3);
+  const size_t statements = rec.tape().size(), operations = rec.tape().operations();
+  fx::lower_triangular_product(packed, x, y);
+  EXPECT_EQ(rec.tape().size(), statements + 3);
+  EXPECT_EQ(rec.tape().operations(), operations + 2 * (1 + 2 + 3));
+  for (size_t b = 0; b < 3; ++b) EXPECT_EQ(y[b].index(), statements + 1 + b);
+  const auto& adj = rec.adjoints(y[2]);
+  for (size_t a = 0; a < 3; ++a) {
+    EXPECT_DOUBLE_EQ(adj[packed[3 + a].index()], x[a].value());
+    EXPECT_DOUBLE_EQ(adj[x[a].index()], packed[3 + a].value());
+  }
+
+  // A constant x[0] and a constant first row: y[0] is a constant, the other rows statements.
+  fx::ad::ScalarRecording rec2;
+  std::vector<fx::Real> l2 = {3.0, rec2.variable(1.0), rec2.variable(2.0)};
+  std::vector<fx::Real> x2 = {4.0, rec2.variable(5.0)};
+  std::vector<fx::Real> y2(2);
+  fx::lower_triangular_product(l2, x2, y2);
+  EXPECT_EQ(y2[0].index(), 0u);
+  EXPECT_DOUBLE_EQ(y2[0].value(), 12.0);
+  EXPECT_NE(y2[1].index(), 0u);
+  EXPECT_DOUBLE_EQ(y2[1].value(), 1.0 * 4.0 + 2.0 * 5.0);
+  const auto& adj2 = rec2.adjoints(y2[1]);
+  EXPECT_DOUBLE_EQ(adj2[l2[1].index()], 4.0);
+  EXPECT_DOUBLE_EQ(adj2[l2[2].index()], 5.0);
+  EXPECT_DOUBLE_EQ(adj2[x2[1].index()], 2.0);
+}
+
+// Larger than the tape's first operation stack (2^17): the reservation grows it.
+TEST(ScalarReduce, LowerTriangularProductGrowsTheTape) {
+  const size_t n = 400;  // 160400 operands
+  std::vector<double> packed(n * (n + 1) / 2), x(n);
+  for (size_t i = 0; i < packed.size(); ++i) packed[i] = std::sin(0.001 * double(i));
+  for (size_t i = 0; i < n; ++i) x[i] = std::cos(0.01 * double(i));
+  auto [gl, gx] = fx::gradient(
+      [](const auto& l, const auto& v) { return weighted_lower_product(l, v); }, packed, x);
+  for (size_t b : {size_t(0), size_t(1), n / 2, n - 1}) {
+    EXPECT_NEAR(gl[b * (b + 1) / 2], (1.0 + 0.5 * double(b)) * x[0], 1e-12) << b;
+    EXPECT_NEAR(gl[b * (b + 1) / 2 + b], (1.0 + 0.5 * double(b)) * x[b], 1e-12) << b;
+  }
+  double s = 0;
+  for (size_t b = 0; b < n; ++b) s += (1.0 + 0.5 * double(b)) * packed[b * (b + 1) / 2];
+  EXPECT_NEAR(gx[0], s, 1e-9);
+}
+
+TEST(ScalarReduce, LowerTriangularProductErrors) {
+  std::vector<double> packed = {1, 2, 3}, x = {1, 2}, y(2), short_y(1);
+  auto message = [](auto&& f) {
+    try {
+      f();
+    } catch (const fx::Error& e) {
+      return std::string(e.what());
+    }
+    return std::string("no error");
+  };
+  std::string m = message([&] { fx::lower_triangular_product(std::vector<double>{1, 2}, x, y); });
+  EXPECT_NE(m.find("fx::lower_triangular_product"), std::string::npos) << m;
+  EXPECT_NE(m.find("packs into 3"), std::string::npos) << m;
+  m = message([&] { fx::lower_triangular_product(packed, x, short_y); });
+  EXPECT_NE(m.find("y has 1"), std::string::npos) << m;
+  m = message([&] { fx::lower_triangular_product(packed, x, x); });
+  EXPECT_NE(m.find("overlaps"), std::string::npos) << m;
+  m = message([&] { fx::lower_triangular_product(packed, x, std::span(packed.data() + 1, 2)); });
+  EXPECT_NE(m.find("overlaps"), std::string::npos) << m;
+
+  // A Real of a finished recording anywhere in L or x throws, and y keeps what it held.
+  fx::Real stale;
+  {
+    fx::ad::ScalarRecording old;
+    stale = old.variable(3.0);
+  }
+  for (size_t at = 0; at < 9; ++at) {
+    fx::ad::ScalarRecording rec;
+    std::vector<fx::Real> l(6), v(3), out = {7.0, 8.0, 9.0};
+    for (auto& e : l) e = rec.variable(1.5);
+    for (auto& e : v) e = rec.variable(-0.5);
+    (at < 6 ? l[at] : v[at - 6]) = stale;
+    EXPECT_THROW(fx::lower_triangular_product(l, v, out), fx::Error) << at;
+    EXPECT_EQ(out[0].value(), 7.0);
+    EXPECT_EQ(out[2].value(), 9.0);
+    if (at == 6) continue;
+    v[0] = 2.0;  // a constant x[0]: the rows are recorded one by one
+    EXPECT_THROW(fx::lower_triangular_product(l, v, out), fx::Error) << at;
+    EXPECT_EQ(out[0].value(), 7.0);
+    EXPECT_EQ(out[2].value(), 9.0);
+  }
+}
