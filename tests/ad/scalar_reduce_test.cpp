@@ -292,6 +292,34 @@ TEST(ScalarReduce, LowerTriangularProductStatementsAndConstantRows) {
   EXPECT_DOUBLE_EQ(adj2[x2[1].index()], 2.0);
 }
 
+// Inside the terms of a preaccumulated sum (L made before the sum, x by each term: two tape ids
+// in one call), against finite differences.
+TEST(ScalarReduce, LowerTriangularProductInPreaccumulatedSum) {
+  auto f = [](const auto& l, const auto& v) {
+    using T = std::decay_t<decltype(v[0])>;
+    return fx::preaccumulated_sum(3, [&](size_t i) {
+      std::vector<T> shifted(v.size()), y(v.size());
+      for (size_t j = 0; j < v.size(); ++j) shifted[j] = v[j] - 0.5 * double(i);
+      fx::lower_triangular_product(l, shifted, y);
+      return T(fx::squared_norm(y));
+    });
+  };
+  const std::vector<double> l = {1.2, -0.3, 0.8, 0.5, 0.1, 1.5}, v = {0.4, -1.1, 0.7};
+  auto [gl, gv] = fx::gradient(f, l, v);
+  for (size_t j = 0; j < l.size(); ++j) {
+    std::vector<double> a = l, b = l;
+    a[j] += 1e-6;
+    b[j] -= 1e-6;
+    EXPECT_NEAR(gl[j], (f(a, v) - f(b, v)) / 2e-6, 1e-6) << j;
+  }
+  for (size_t j = 0; j < v.size(); ++j) {
+    std::vector<double> a = v, b = v;
+    a[j] += 1e-6;
+    b[j] -= 1e-6;
+    EXPECT_NEAR(gv[j], (f(l, a) - f(l, b)) / 2e-6, 1e-6) << j;
+  }
+}
+
 // Larger than the tape's first operation stack (2^17): the reservation grows it.
 TEST(ScalarReduce, LowerTriangularProductGrowsTheTape) {
   const size_t n = 400;  // 160400 operands
