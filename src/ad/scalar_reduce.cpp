@@ -108,8 +108,8 @@ Real record_dot(const double* a, const Real* b, size_t n) {
 namespace {
 
 // Two Reals side by side are four 64-bit lanes: value, index | tape << 32, value, index | tape
-// << 32 (Real's layout: its size here, the lane order by ScalarReduce tests). A dot of two Real ranges takes them two at a time as
-// vectors: one shuffle makes the four partials (b0, a0, b1, a1 for operands a0, b0, a1, b1),
+// << 32 (Real's layout: its size here, the lane order by ScalarReduce tests). A dot of two Real
+// ranges takes them two at a time as vectors: one shuffle makes the four partials (b0, a0, b1, a1 for operands a0, b0, a1, b1),
 // another the four index words, whose low halves are the operand indices and which feed the
 // id check whole. Vector extensions, not intrinsics: any target compiles them (AVX2: two
 // unpacks and a permute). Per element that is half the instructions of the scalar loop; on
@@ -141,12 +141,13 @@ inline F64x4 pair_of(const Real* lo, const Real* hi) {
   return __builtin_shufflevector(l, h, 0, 1, 2, 3);
 }
 
-// Σ a_i b_i, writing the statement's operands at ip, mp (a, b interleaved; an odd range's last
-// element twice, the copy past the statement's end) and folding the index words into the lanes
-// of `any` and `all` (0 and 2: a's, 1 and 3: b's) for the id check.
+// The OR and the AND of a dot's index words, by lane (0 and 2: a's, 1 and 3: b's).
 struct DotIds {
   U64x4 any = {0, 0, 0, 0}, all = ~U64x4{0, 0, 0, 0};
 };
+
+// Σ a_i b_i, writing the statement's operands at ip, mp (a, b interleaved; an odd range's last
+// element twice, the copy past the statement's end) and folding the index words into `ids`.
 [[gnu::always_inline]] inline double write_dot(const Real* a, const Real* b, size_t n,
                                                uint32_t* ip, double* mp, DotIds& ids) {
   double s = 0;
@@ -219,6 +220,8 @@ FX_SHORT_LOOPS Real record_dot(const Real* a, const Real* b, size_t n) {
   return commit(tape, tape->ops_n_ + 2 * n, s);
 }
 
+// One statement per row, as record_dot would make, in one call: one reservation, one id check
+// and one commit for all rows.
 FX_SHORT_LOOPS void record_lower_triangular_product(const Real* packed, const Real* x, Real* y,
                                                     size_t n) {
   ScalarTape* tape = active_scalar_tape;
