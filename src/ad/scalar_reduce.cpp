@@ -1,6 +1,8 @@
 // Range reductions of fx::Real recorded as one statement each (scalar_reduce.hpp).
 #include "fluxion/ad/scalar_reduce.hpp"
 
+#include "ad/range_ids.hpp"
+
 #include <cstdint>
 #include <cstring>
 #include <type_traits>
@@ -8,45 +10,13 @@
 namespace fx::ad {
 namespace {
 
-// Every Real operand is checked against the recording, as in Real expressions (scalar.hpp's
-// foreign()): its tape id must be 0 (a constant), the recording's id, or the base id of a
-// preaccumulated sum. Per element that is three compares; a range instead ORs and ANDs its
-// elements' index_and_tape() words as it goes (one instruction each), and when the tape ids'
-// OR equals their AND every element has that one id, checked once. Only a range mixing ids
-// (say constants and variables) takes the exact pass over its elements.
-struct RangeIds {
-  uint64_t any = 0;          // OR: the low half is nonzero when some element is recorded
-  uint64_t all = ~uint64_t(0);  // AND
-  void add(uint64_t index_and_tape) {
-    any |= index_and_tape;
-    all &= index_and_tape;
-  }
-};
-
-bool valid_id(uint32_t t, unsigned long long ids) {
-  return t == 0 || t == uint32_t(ids) || t == uint32_t(ids >> 32);
-}
-
-// Throws unless every Real of v[0, n) may join an expression under `ids`.
-void check_range(const Real* v, size_t n, const RangeIds& r, unsigned long long ids) {
-  const uint32_t t_any = uint32_t(r.any >> 32), t_all = uint32_t(r.all >> 32);
-  if (t_any == t_all) {
-    if (!valid_id(t_any, ids)) [[unlikely]] scalar_tape_mismatch();
-    return;
-  }
-  for (size_t i = 0; i < n; ++i)
-    if (!valid_id(v[i].tape_id(), ids)) [[unlikely]] scalar_tape_mismatch();
-}
-
 // Records a statement of `ops` operands. `fill(write, ip, mp)` computes the value and, with
 // `write` (std::true_type), stores the operand indices and partials at ip, mp (the tape's
 // end); `check()` then validates the operands and returns whether any is recorded. Nothing is
 // kept when every operand is a constant (what was written past the tape's end is ignored).
 //
-// The reductions are short (a row of a small matrix, tens of elements): one scalar pass with
-// everything fused costs fewer instructions than the compiler's vectorised passes, whose set-up
-// and remainder loops dominate at these lengths (hence no-tree-loop-vectorize on the callers);
-// record_dot below vectorises by hand, two elements per step with no remainder loop.
+// The reductions are short (FX_SHORT_LOOPS on the callers); record_dot below vectorises by
+// hand, two elements per step with no remainder loop.
 template <class Fill, class Check>
 Real record(size_t ops, Fill fill, Check check) {
   ScalarTape* tape = active_scalar_tape;
@@ -64,8 +34,6 @@ Real record(size_t ops, Fill fill, Check check) {
   tape->end_[k] = uint32_t(end);
   return Real(v, uint32_t(k));
 }
-
-#define FX_SHORT_LOOPS __attribute__((optimize("no-tree-loop-vectorize")))
 
 // Σ_i term(i, v_i) over one range of Reals, recorded with the partial dterm(i, v_i) per element.
 template <class Term, class Partial>
@@ -95,11 +63,6 @@ Real record_sum(const Real* v, size_t n) {
       v, n, [](size_t, double x) { return x; }, [](size_t, double) { return 1.0; });
 }
 
-Real record_squared_norm(const Real* v, size_t n) {
-  return record_range(
-      v, n, [](size_t, double x) { return x * x; }, [](size_t, double x) { return 2 * x; });
-}
-
 Real record_dot(const double* a, const Real* b, size_t n) {
   return record_range(
       b, n, [a](size_t i, double x) { return a[i] * x; }, [a](size_t i, double) { return a[i]; });
@@ -115,19 +78,7 @@ namespace {
 // unpacks and a permute). Per element that is half the instructions of the scalar loop; on
 // ADBench's GMM (bench/scalar_ad), whose hottest statement is a Real matrix row times a Real
 // vector, the gradient fell from 115.5M to 108.9M instructions.
-using F64x4 = double __attribute__((vector_size(32)));
-using U64x4 = uint64_t __attribute__((vector_size(32)));
-using U32x8 = uint32_t __attribute__((vector_size(32)));
-using U32x4 = uint32_t __attribute__((vector_size(16)));
-using F64x2 = double __attribute__((vector_size(16)));
-static_assert(sizeof(Real) == 16 && alignof(Real) == 8 && std::is_trivially_copyable_v<Real>);
 
-// The exact check of a range, off the fast path (mixed ids, or a foreign Real).
-[[gnu::noinline, gnu::cold]] void check_reals(const Real* v, size_t n) {
-  RangeIds r;
-  for (size_t i = 0; i < n; ++i) r.add(v[i].index_and_tape());
-  check_range(v, n, r, active_scalar_ids);
-}
 void check_dot(const Real* a, const Real* b, size_t n) {
   check_reals(a, n);
   check_reals(b, n);
@@ -203,6 +154,12 @@ Real commit(ScalarTape* tape, size_t end, double value) {
 
 }  // namespace
 
+void check_reals(const Real* v, size_t n) {
+  const unsigned long long ids = active_scalar_ids;
+  for (size_t i = 0; i < n; ++i)
+    if (!valid_id(v[i].tape_id(), ids)) [[unlikely]] scalar_tape_mismatch();
+}
+
 FX_SHORT_LOOPS Real record_dot(const Real* a, const Real* b, size_t n) {
   ScalarTape* tape = active_scalar_tape;
   if (!tape) [[unlikely]] {  // no recording: every element must be a constant
@@ -220,45 +177,45 @@ FX_SHORT_LOOPS Real record_dot(const Real* a, const Real* b, size_t n) {
   return commit(tape, tape->ops_n_ + 2 * n, s);
 }
 
-// One statement per row, as record_dot would make, in one call: one reservation, one id check
-// and one commit for all rows.
-FX_SHORT_LOOPS void record_lower_triangular_product(const Real* packed, const Real* x, Real* y,
-                                                    size_t n) {
+// Two elements at a time, as record_dot: one 32-byte load, the partials (2 v) and the indices
+// in one store each.
+FX_SHORT_LOOPS Real record_squared_norm(const Real* v, size_t n) {
   ScalarTape* tape = active_scalar_tape;
-  // Every row holds x[0], so when x[0] is recorded every row is a statement. Otherwise (no
-  // recording, or a constant x[0]) some rows may be constants: row by row.
-  if (!tape || n == 0 || x[0].index() == 0) [[unlikely]] {
-    check_reals(packed, n * (n + 1) / 2);  // first, so that y is untouched when one throws
-    check_reals(x, n);
-    for (size_t b = 0; b < n; ++b) y[b] = record_dot(packed + b * (b + 1) / 2, x, b + 1);
-    return;
+  if (!tape) [[unlikely]] {
+    return record_range(
+        v, n, [](size_t, double x) { return x * x; }, [](size_t, double x) { return 2 * x; });
   }
-  // Every row's operands at once (n (n + 1), one pair spare), then the row sums, kept there
-  // until the ids are checked: y is written only when the statements are committed. Each
-  // statement has operands, so the statement room follows (ScalarTape::reserve).
-  const size_t ops = n * (n + 1);
-  tape->reserve(ops + 2 + n);
-  const size_t start = tape->ops_n_, first = tape->n_ + 1;
-  uint32_t* ip = tape->idx_ + start;
-  double* mp = tape->mul_ + start;
-  double* sums = mp + ops + 2;
-  uint32_t* ends = tape->end_ + first;
-  DotIds ids;
-  const Real* row = packed;
-  for (size_t b = 0, at = 0; b < n; ++b) {
-    const size_t len = b + 1;
-    sums[b] = write_dot(row, x, len, ip + at, mp + at, ids);
-    at += 2 * len;
-    ends[b] = uint32_t(start + at);
-    row += len;
+  tape->reserve(n + 1);
+  uint32_t* ip = tape->idx_ + tape->ops_n_;
+  double* mp = tape->mul_ + tape->ops_n_;
+  double s = 0;
+  U64x2 any = {0, 0}, all = ~any;
+  size_t i = 0;
+  for (; i + 2 <= n; i += 2) {
+    F64x4 pair;
+    std::memcpy(&pair, v + i, sizeof pair);
+    const F64x2 values = __builtin_shufflevector(pair, pair, 0, 2);
+    const U64x2 words = __builtin_shufflevector(U64x4(pair), U64x4(pair), 1, 3);
+    any |= words;
+    all &= words;
+    s += values[0] * values[0];
+    s += values[1] * values[1];
+    const F64x2 partials = values + values;
+    const U32x2 index = __builtin_shufflevector(U32x4(words), U32x4(words), 0, 2);
+    std::memcpy(mp + i, &partials, sizeof partials);
+    std::memcpy(ip + i, &index, sizeof index);
   }
-  if (!dot_ids_valid(ids)) [[unlikely]] {
-    check_reals(packed, n * (n + 1) / 2);
-    check_reals(x, n);
+  RangeIds r{any[0] | any[1], all[0] & all[1]};
+  if (i < n) {
+    const double x = v[i].value();
+    r.add(v[i].index_and_tape());
+    s += x * x;
+    mp[i] = 2 * x;
+    ip[i] = v[i].index();
   }
-  for (size_t b = 0; b < n; ++b) y[b] = Real(sums[b], uint32_t(first + b));
-  tape->n_ += n;
-  tape->ops_n_ = start + ops;
+  check_range(v, n, r, active_scalar_ids);
+  if (uint32_t(r.any) == 0) return Real(s);  // every element a constant
+  return commit(tape, tape->ops_n_ + n, s);
 }
 
 }  // namespace fx::ad

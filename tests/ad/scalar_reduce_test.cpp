@@ -233,7 +233,8 @@ T weighted_lower_product(const std::vector<T>& packed, const std::vector<T>& x) 
 // Every size from 0 to 7 (rows of odd and even length), against the plain product for values
 // and the closed form for the gradient: d/dL(b, a) = w_b x_a, d/dx_a = Σ_b w_b L(b, a).
 TEST(ScalarReduce, LowerTriangularProductValuesAndGradient) {
-  for (size_t n = 0; n <= 7; ++n) {
+  // Sizes up to 16 run unrolled code of their own; 17 and up the general loops.
+  for (size_t n : {0, 1, 2, 3, 4, 5, 6, 7, 10, 15, 16, 17, 20}) {
     std::vector<double> packed(n * (n + 1) / 2), x(n);
     for (size_t i = 0; i < packed.size(); ++i) packed[i] = 0.3 + 0.1 * double(i % 7) - 0.05 * double(i);
     for (size_t i = 0; i < n; ++i) x[i] = 1.0 - 0.4 * double(i);
@@ -257,8 +258,10 @@ TEST(ScalarReduce, LowerTriangularProductValuesAndGradient) {
   }
 }
 
-// One statement per row, recorded in one call; rows that hold only constants (x[0] a constant)
-// are constants, as fx::dot_product of the row would be.
+// One statement per row, all in one block that holds each element once (a marker and n, x, then
+// L: 1 + 3 + 6 operands); the adjoints of any one row, the first (which owns the block) or a
+// later one, reach that row's elements only. Rows that hold only constants (x[0] a constant) are
+// constants, as fx::dot_product of the row would be.
 TEST(ScalarReduce, LowerTriangularProductStatementsAndConstantRows) {
   fx::ad::ScalarRecording rec;
   std::vector<fx::Real> packed, x;
@@ -268,12 +271,17 @@ TEST(ScalarReduce, LowerTriangularProductStatementsAndConstantRows) {
   const size_t statements = rec.tape().size(), operations = rec.tape().operations();
   fx::lower_triangular_product(packed, x, y);
   EXPECT_EQ(rec.tape().size(), statements + 3);
-  EXPECT_EQ(rec.tape().operations(), operations + 2 * (1 + 2 + 3));
+  EXPECT_EQ(rec.tape().operations(), operations + 1 + 3 + 6);
   for (size_t b = 0; b < 3; ++b) EXPECT_EQ(y[b].index(), statements + 1 + b);
-  const auto& adj = rec.adjoints(y[2]);
-  for (size_t a = 0; a < 3; ++a) {
-    EXPECT_DOUBLE_EQ(adj[packed[3 + a].index()], x[a].value());
-    EXPECT_DOUBLE_EQ(adj[x[a].index()], packed[3 + a].value());
+  for (size_t row = 0; row < 3; ++row) {
+    const auto& adj = rec.adjoints(y[row]);
+    for (size_t b = 0; b < 3; ++b)
+      for (size_t a = 0; a <= b; ++a)
+        EXPECT_DOUBLE_EQ(adj[packed[b * (b + 1) / 2 + a].index()], b == row ? x[a].value() : 0.0)
+            << row << " " << b << " " << a;
+    for (size_t a = 0; a < 3; ++a)
+      EXPECT_DOUBLE_EQ(adj[x[a].index()], a <= row ? packed[row * (row + 1) / 2 + a].value() : 0.0)
+          << row << " " << a;
   }
 
   // A constant x[0] and a constant first row: y[0] is a constant, the other rows statements.
@@ -320,9 +328,30 @@ TEST(ScalarReduce, LowerTriangularProductInPreaccumulatedSum) {
   }
 }
 
-// Larger than the tape's first operation stack (2^17): the reservation grows it.
+// Elements shared between L and x (and within L), and values used again after the product:
+// the block's reverse step adds into the same adjoints from both sides.
+TEST(ScalarReduce, LowerTriangularProductSharedElements) {
+  auto f = [](const auto& v) {
+    using T = std::decay_t<decltype(v[0])>;
+    const std::vector<T> l = {v[0], v[1], v[0] * v[2], v[2], v[1], v[0]};
+    const std::vector<T> x = {v[2], v[0], v[1]};
+    std::vector<T> y(3);
+    fx::lower_triangular_product(l, x, y);
+    return T(y[0] * y[2] + y[1] * v[0] + fx::squared_norm(y));
+  };
+  const std::vector<double> v = {0.7, -1.3, 0.4};
+  std::vector<double> g = fx::gradient(f, v);
+  for (size_t j = 0; j < v.size(); ++j) {
+    std::vector<double> a = v, b = v;
+    a[j] += 1e-6;
+    b[j] -= 1e-6;
+    EXPECT_NEAR(g[j], (f(a) - f(b)) / 2e-6, 1e-7) << j;
+  }
+}
+
+// Larger than a fresh tape's operation stack (2^17 operands): the reservation grows it.
 TEST(ScalarReduce, LowerTriangularProductGrowsTheTape) {
-  const size_t n = 400;  // 160400 operands
+  const size_t n = 520;  // 1 + 520 + 135460 operands in one block
   std::vector<double> packed(n * (n + 1) / 2), x(n);
   for (size_t i = 0; i < packed.size(); ++i) packed[i] = std::sin(0.001 * double(i));
   for (size_t i = 0; i < n; ++i) x[i] = std::cos(0.01 * double(i));

@@ -46,6 +46,14 @@ namespace ad {
 // operands. Index 0 is the sink: a constant Real operand of an expression writes there, so the
 // number of operands of an expression is known at compile time and recording has no branches.
 // Members are public because fx::Real's inline recording writes them directly.
+//
+// A statement whose first operand index is kLowerTriangularBlock is a block: the first of n
+// consecutive statements (y = L x, fx::lower_triangular_product) whose other n - 1 have no
+// operands of their own. Its operands hold n, then x's indices and values, then L's by rows,
+// each element once; the sweep runs the block's reverse step (sweep_lower_triangular_block) on
+// reaching its first statement, when every row's adjoint is complete.
+inline constexpr uint32_t kLowerTriangularBlock = 0xFFFFFFFEu;  // above every tape index
+
 struct ScalarTape {
   ScalarTape();
   void clear();
@@ -105,6 +113,11 @@ struct ScalarTape {
   bool swept_ = false;          // adj_ holds variable adjoints of a sweep
   bool summing_ = false;        // a preaccumulated sum is running (preaccumulate.hpp)
 };
+
+// The reverse step of a block (scalar_triangular.cpp): g0 is the adjoint of its first statement
+// `first` (already taken out of w), ip and mp its operands.
+void sweep_lower_triangular_block(double* w, uint32_t first, const uint32_t* ip, const double* mp,
+                                  double g0);
 
 // The tape of the innermost scalar gradient running on this thread (null when none), and its id.
 // constinit: no thread-local initialisation check on every operation.

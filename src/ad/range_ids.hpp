@@ -1,0 +1,62 @@
+// The tape-id check of a whole range of fx::Real operands (scalar_reduce.cpp,
+// scalar_triangular.cpp).
+//
+// Every Real operand is checked against the recording, as in Real expressions (scalar.hpp's
+// foreign()): its tape id must be 0 (a constant), the recording's id, or the base id of a
+// preaccumulated sum. Per element that is three compares; a range instead ORs and ANDs its
+// elements' index_and_tape() words as it goes (one instruction each), and when the tape ids'
+// OR equals their AND every element has that one id, checked once. Only a range mixing ids
+// (say constants and variables) takes the exact pass over its elements.
+#pragma once
+#include <cstddef>
+#include <cstdint>
+#include <type_traits>
+
+#include "fluxion/ad/scalar.hpp"
+
+namespace fx::ad {
+
+struct RangeIds {
+  uint64_t any = 0;             // OR: the low half is nonzero when some element is recorded
+  uint64_t all = ~uint64_t(0);  // AND
+  void add(uint64_t index_and_tape) {
+    any |= index_and_tape;
+    all &= index_and_tape;
+  }
+};
+
+inline bool valid_id(uint32_t t, unsigned long long ids) {
+  return t == 0 || t == uint32_t(ids) || t == uint32_t(ids >> 32);
+}
+
+// The exact check of a range under the active ids, off the fast path (scalar_reduce.cpp).
+[[gnu::noinline, gnu::cold]] void check_reals(const Real* v, size_t n);
+
+// Throws unless every Real of v[0, n) may join an expression under `ids` (the active ones).
+inline void check_range(const Real* v, size_t n, const RangeIds& r, unsigned long long ids) {
+  const uint32_t t_any = uint32_t(r.any >> 32), t_all = uint32_t(r.all >> 32);
+  if (t_any == t_all) {
+    if (!valid_id(t_any, ids)) [[unlikely]] scalar_tape_mismatch();
+    return;
+  }
+  check_reals(v, n);
+}
+
+// Two Reals side by side are four 64-bit lanes: value, index | tape << 32, value, index | tape
+// << 32 (Real's layout). Loops over ranges take them two at a time as GCC/Clang vectors, not
+// intrinsics: any target compiles them.
+using F64x4 = double __attribute__((vector_size(32)));
+using U64x4 = uint64_t __attribute__((vector_size(32)));
+using U32x8 = uint32_t __attribute__((vector_size(32)));
+using U32x4 = uint32_t __attribute__((vector_size(16)));
+using F64x2 = double __attribute__((vector_size(16)));
+using U64x2 = uint64_t __attribute__((vector_size(16)));
+using U32x2 = uint32_t __attribute__((vector_size(8)));
+static_assert(sizeof(Real) == 16 && alignof(Real) == 8 && std::is_trivially_copyable_v<Real>);
+
+// Short reductions (a row of a small matrix): one scalar pass with everything fused costs fewer
+// instructions than the compiler's vectorised passes, whose set-up and remainder loops dominate
+// at these lengths.
+#define FX_SHORT_LOOPS __attribute__((optimize("no-tree-loop-vectorize")))
+
+}  // namespace fx::ad
