@@ -41,13 +41,55 @@ constexpr size_t row_of(size_t j) {
 }
 constexpr size_t column_of(size_t j) { return j - row_of(j) * (row_of(j) + 1) / 2; }
 
-// Write the block's operands after its marker (x's indices and values at ip[0, n), mp[0, n),
-// then L's by rows) and the row sums, and fold the index words into the id checks. The
-// fixed-size form keeps x and the running row sums in registers.
+// A block being recorded at the tape's end: its operands (the marker and n, then x, then L)
+// and, past them, the row sums, kept there until the ids are checked (y is written only when
+// the statements are committed). The n statements have 1 + n + n (n + 1) / 2 > n operands
+// between them, so the statement room follows from the operand room (ScalarTape::reserve).
+struct Block {
+  size_t start, ops;
+  uint32_t* ip;  // x's indices, then L's (past the marker)
+  double* mp;    // x's values, then L's
+  double* sums;
+};
+
+FX_INLINE inline Block begin_block(ScalarTape* tape, size_t n) {
+  const size_t ops = 1 + n + n * (n + 1) / 2;
+  tape->reserve(ops + n);
+  const size_t start = tape->ops_n_;
+  uint32_t* ip = tape->idx_ + start;
+  double* mp = tape->mul_ + start;
+  ip[0] = kLowerTriangularBlock;
+  mp[0] = double(n);
+  return {start, ops, ip + 1, mp + 1, mp + ops};
+}
+
+// Checks the ids of x and L, then commits the n statements and writes y.
+FX_INLINE inline void end_block(ScalarTape* tape, const Block& blk, const Real* packed,
+                                const Real* x, Real* y, size_t n, const RangeIds& x_ids,
+                                const RangeIds& l_ids) {
+  const unsigned long long ids = active_scalar_ids;
+  check_range(x, n, x_ids, ids);
+  check_range(packed, n * (n + 1) / 2, l_ids, ids);
+  const size_t first = tape->n_ + 1, end = blk.start + blk.ops;
+  for (size_t b = 0; b < n; ++b) {
+    tape->end_[first + b] = uint32_t(end);  // the first owns the block, the others nothing
+    y[b] = Real(blk.sums[b], uint32_t(first + b));
+  }
+  tape->n_ += n;
+  tape->ops_n_ = end;
+}
+
+// Record a block: x's indices and values at ip[0, n), mp[0, n) past the marker, then L's by
+// rows, and the row sums, folding the index words into the id checks. The fixed-size form keeps
+// x and the running row sums in registers.
 template <size_t N>
-void write_fixed(const Real* packed, const Real* x, size_t, uint32_t* ip, double* mp,
-                 double* sums, RangeIds& x_ids, RangeIds& l_ids) {
+void record_fixed(ScalarTape* tape, const Real* packed, const Real* x, Real* y, size_t) {
   constexpr size_t tri = N * (N + 1) / 2;
+  const Block blk = begin_block(tape, N);
+  uint32_t* ip = blk.ip;
+  double* mp = blk.mp;
+  double* sums = blk.sums;
+  RangeIds x_ids;
   double xv[N];  // a local copy: stores to the tape cannot alias it
   unrolled<N>([&](auto a) FX_INLINE {
     const uint64_t m = x[a].index_and_tape();
@@ -80,7 +122,7 @@ void write_fixed(const Real* packed, const Real* x, size_t, uint32_t* ip, double
     add(std::integral_constant<size_t, j>{}, values[0]);
     add(std::integral_constant<size_t, j + 1>{}, values[1]);
   });
-  l_ids = {any[0] | any[1], all[0] & all[1]};
+  RangeIds l_ids{any[0] | any[1], all[0] & all[1]};
   if constexpr (tri % 2 != 0) {
     constexpr size_t j = tri - 1;
     l_ids.add(packed[j].index_and_tape());
@@ -88,10 +130,14 @@ void write_fixed(const Real* packed, const Real* x, size_t, uint32_t* ip, double
     mp[N + j] = packed[j].value();
     add(std::integral_constant<size_t, j>{}, packed[j].value());
   }
+  end_block(tape, blk, packed, x, y, N, x_ids, l_ids);
 }
 
-void write_any(const Real* packed, const Real* x, size_t n, uint32_t* ip, double* mp,
-               double* sums, RangeIds& x_ids, RangeIds& l_ids) {
+void record_any(ScalarTape* tape, const Real* packed, const Real* x, Real* y, size_t n) {
+  const Block blk = begin_block(tape, n);
+  uint32_t* ip = blk.ip;
+  double* mp = blk.mp;
+  RangeIds x_ids, l_ids;
   for (size_t a = 0; a < n; ++a) {
     x_ids.add(x[a].index_and_tape());
     ip[a] = x[a].index();
@@ -105,8 +151,9 @@ void write_any(const Real* packed, const Real* x, size_t n, uint32_t* ip, double
       mp[n + j] = packed[j].value();
       s += packed[j].value() * x[a].value();
     }
-    sums[b] = s;
+    blk.sums[b] = s;
   }
+  end_block(tape, blk, packed, x, y, n, x_ids, l_ids);
 }
 
 // The block's reverse step (ip, mp past the marker): row b's adjoint g_b goes to L(b, a) as
@@ -153,22 +200,21 @@ void sweep_any(size_t n, double* w, uint32_t first, const uint32_t* ip, const do
   for (size_t a = 0; a < n; ++a) w[ip[a]] += acc[a];
 }
 
-// write_fixed<n> and sweep_fixed<n> by n - 1: one indirect call instead of a chain of compares.
+// record_fixed<n> and sweep_fixed<n> by n - 1: one indirect call instead of a chain of compares.
 template <size_t... N>
-constexpr auto fixed_writes(std::index_sequence<N...>) {
-  return std::array{&write_fixed<N + 1>...};
+constexpr auto fixed_records(std::index_sequence<N...>) {
+  return std::array{&record_fixed<N + 1>...};
 }
 template <size_t... N>
 constexpr auto fixed_sweeps(std::index_sequence<N...>) {
   return std::array{&sweep_fixed<N + 1>...};
 }
-constexpr auto kFixedWrites = fixed_writes(std::make_index_sequence<kUnrolledMax>());
+constexpr auto kFixedRecords = fixed_records(std::make_index_sequence<kUnrolledMax>());
 constexpr auto kFixedSweeps = fixed_sweeps(std::make_index_sequence<kUnrolledMax>());
 
 }  // namespace
 
-FX_SHORT_LOOPS void record_lower_triangular_product(const Real* packed, const Real* x, Real* y,
-                                                    size_t n) {
+void record_lower_triangular_product(const Real* packed, const Real* x, Real* y, size_t n) {
   ScalarTape* tape = active_scalar_tape;
   // Every row holds x[0], so when x[0] is recorded every row is a statement. Otherwise (no
   // recording, or a constant x[0]) some rows may be constants: a dot product per row.
@@ -178,31 +224,8 @@ FX_SHORT_LOOPS void record_lower_triangular_product(const Real* packed, const Re
     for (size_t b = 0; b < n; ++b) y[b] = record_dot(packed + b * (b + 1) / 2, x, b + 1);
     return;
   }
-  // The block (marker and n, x, L), then the row sums past it, kept there until the ids are
-  // checked: y is written only when the statements are committed. The n statements have
-  // 1 + n + n (n + 1) / 2 > n operands between them, so the statement room follows from the
-  // operand room (ScalarTape::reserve).
-  const size_t tri = n * (n + 1) / 2, ops = 1 + n + tri;
-  tape->reserve(ops + n);
-  const size_t start = tape->ops_n_;
-  uint32_t* ip = tape->idx_ + start;
-  double* mp = tape->mul_ + start;
-  double* sums = mp + ops;
-  ip[0] = kLowerTriangularBlock;
-  mp[0] = double(n);
-  RangeIds x_ids, l_ids;
-  (n <= kUnrolledMax ? kFixedWrites[n - 1] : write_any)(packed, x, n, ip + 1, mp + 1, sums, x_ids,
-                                                        l_ids);
-  const unsigned long long ids = active_scalar_ids;
-  check_range(x, n, x_ids, ids);
-  check_range(packed, tri, l_ids, ids);
-  const size_t first = tape->n_ + 1, end = start + ops;
-  for (size_t b = 0; b < n; ++b) {
-    tape->end_[first + b] = uint32_t(end);  // the first owns the block, the others nothing
-    y[b] = Real(sums[b], uint32_t(first + b));
-  }
-  tape->n_ += n;
-  tape->ops_n_ = end;
+  if (n <= kUnrolledMax) kFixedRecords[n - 1](tape, packed, x, y, n);
+  else record_any(tape, packed, x, y, n);
 }
 
 void sweep_lower_triangular_block(double* w, uint32_t first, const uint32_t* ip, const double* mp,
