@@ -116,27 +116,29 @@ void ScalarTape::sweep(uint32_t out, uint32_t stop, double seed) {
     if (lo != hi) {
       const double a = w[k];
       w[k] = 0;
-      if (idx[lo] == kLowerTriangularBlock) [[unlikely]] {
+      if (hi - lo == 1) {
+        // One operand (x - c, exp(x), a copy) is the commonest statement: first and alone. A
+        // block has at least three.
+        w[idx[lo]] += a * mul[lo];
+      } else if (idx[lo] == kLowerTriangularBlock) [[unlikely]] {
         sweep_lower_triangular_block(w, k, idx + lo, mul + lo, a);
-        hi = lo;
-        continue;
-      }
-      // Operands four at a time, then the one to three left (most statements have one to
-      // three in all): straight-line code keeps the loop's exit branch, unpredictable as
-      // counts vary, to one per four operands. Sequential updates, so an operand that appears
-      // twice (x * x) accumulates twice.
-      uint32_t j = lo;
-      for (; hi - j >= 4; j += 4) {
-        w[idx[j]] += a * mul[j];
-        w[idx[j + 1]] += a * mul[j + 1];
-        w[idx[j + 2]] += a * mul[j + 2];
-        w[idx[j + 3]] += a * mul[j + 3];
-      }
-      switch (hi - j) {
-        case 3: w[idx[j + 2]] += a * mul[j + 2]; [[fallthrough]];
-        case 2: w[idx[j + 1]] += a * mul[j + 1]; [[fallthrough]];
-        case 1: w[idx[j]] += a * mul[j]; break;
-        default: break;
+      } else {
+        // Operands four at a time, then the one to three left: straight-line code keeps the
+        // loop's exit branch, unpredictable as counts vary, to one per four operands.
+        // Sequential updates, so an operand that appears twice (x * x) accumulates twice.
+        uint32_t j = lo;
+        for (; hi - j >= 4; j += 4) {
+          w[idx[j]] += a * mul[j];
+          w[idx[j + 1]] += a * mul[j + 1];
+          w[idx[j + 2]] += a * mul[j + 2];
+          w[idx[j + 3]] += a * mul[j + 3];
+        }
+        switch (hi - j) {
+          case 3: w[idx[j + 2]] += a * mul[j + 2]; [[fallthrough]];
+          case 2: w[idx[j + 1]] += a * mul[j + 1]; [[fallthrough]];
+          case 1: w[idx[j]] += a * mul[j]; break;
+          default: break;
+        }
       }
     }
     hi = lo;
