@@ -110,18 +110,22 @@ void ScalarTape::sweep(uint32_t out, uint32_t stop, double seed) {
   // reaches the block's first (kLowerTriangularBlock), which takes and zeroes them all. No test
   // for a zero adjoint: on GMM the mispredicted branch cost more (14 vs 11 ms) than the
   // multiply-adds by zero it saved.
-  uint32_t hi = end[out];
-  for (uint32_t k = out; k > stop; --k) {
-    const uint32_t lo = end[k - 1];
+  // Pointers to statement k's adjoint and end, walked down together (one induction variable).
+  double* wk = w + out;
+  const double* const wstop = w + stop;
+  const uint32_t* ek = end + out;
+  uint32_t hi = *ek;
+  for (; wk > wstop; --wk, --ek) {
+    const uint32_t lo = ek[-1];
     if (lo != hi) {
-      const double a = w[k];
-      w[k] = 0;
+      const double a = *wk;
+      *wk = 0;
       if (hi - lo == 1) {
         // One operand (x - c, exp(x), a copy) is the commonest statement: first and alone. A
         // block has at least three.
         w[idx[lo]] += a * mul[lo];
       } else if (idx[lo] == kLowerTriangularBlock) [[unlikely]] {
-        sweep_lower_triangular_block(w, k, idx + lo, mul + lo, a);
+        sweep_lower_triangular_block(w, uint32_t(wk - w), idx + lo, mul + lo, a);
       } else {
         // Operands four at a time, then the one to three left: straight-line code keeps the
         // loop's exit branch, unpredictable as counts vary, to one per four operands.
