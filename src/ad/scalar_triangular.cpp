@@ -6,6 +6,7 @@
 // n, then x's indices and values, then L's by rows, each element once; its reverse step sums x's
 // adjoints in registers and adds each once. Up to n = 16 (Cholesky factors of small covariances;
 // ADBench's GMM at d = 2 and 10) both run fully unrolled, with x and those sums in registers.
+#include <algorithm>
 #include <array>
 #include <cstddef>
 #include <cstdint>
@@ -185,7 +186,10 @@ FX_INLINE inline void sweep_fixed(double* w, uint32_t first, const uint32_t* ip,
 
 void sweep_any(size_t n, double* w, uint32_t first, const uint32_t* ip, const double* mp,
                double g0) {
-  std::unique_ptr<double[]> acc(new double[n]());
+  double small[64];
+  std::unique_ptr<double[]> big(n > 64 ? new double[n] : nullptr);
+  double* acc = n > 64 ? big.get() : small;
+  std::fill(acc, acc + n, 0.0);
   for (size_t b = 0, j = 0; b < n; ++b) {
     double g = g0;
     if (b != 0) {
