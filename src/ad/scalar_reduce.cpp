@@ -188,7 +188,8 @@ FX_SHORT_LOOPS Real record_squared_norm(const Real* v, size_t n) {
   tape->reserve(n + 1);
   uint32_t* ip = tape->idx_ + tape->ops_n_;
   double* mp = tape->mul_ + tape->ops_n_;
-  double s = 0;
+  // Even and odd elements summed apart (two independent chains of multiply-adds), then added.
+  F64x2 sums = {0, 0};
   U64x2 any = {0, 0}, all = ~any;
   size_t i = 0;
   for (; i + 2 <= n; i += 2) {
@@ -198,14 +199,14 @@ FX_SHORT_LOOPS Real record_squared_norm(const Real* v, size_t n) {
     const U64x2 words = __builtin_shufflevector(U64x4(pair), U64x4(pair), 1, 3);
     any |= words;
     all &= words;
-    s += values[0] * values[0];
-    s += values[1] * values[1];
+    sums += values * values;
     const F64x2 partials = values + values;
     const U32x2 index = __builtin_shufflevector(U32x4(words), U32x4(words), 0, 2);
     std::memcpy(mp + i, &partials, sizeof partials);
     std::memcpy(ip + i, &index, sizeof index);
   }
   RangeIds r{any[0] | any[1], all[0] & all[1]};
+  double s = sums[0] + sums[1];
   if (i < n) {
     const double x = v[i].value();
     r.add(v[i].index_and_tape());
