@@ -10,6 +10,7 @@
 #pragma once
 #include <cstddef>
 #include <cstdint>
+#include <cstring>
 #include <type_traits>
 
 #include "fluxion/ad/scalar.hpp"
@@ -53,6 +54,23 @@ using F64x2 = double __attribute__((vector_size(16)));
 using U64x2 = uint64_t __attribute__((vector_size(16)));
 using U32x2 = uint32_t __attribute__((vector_size(8)));
 static_assert(sizeof(Real) == 16 && alignof(Real) == 8 && std::is_trivially_copyable_v<Real>);
+
+// Two Reals at p: their values and their index | tape << 32 words, from one 32-byte load.
+struct TwoReals {
+  F64x2 values;
+  U64x2 words;
+};
+inline TwoReals load_pair(const Real* p) {
+  F64x4 v;
+  std::memcpy(&v, p, sizeof v);
+  return {__builtin_shufflevector(v, v, 0, 2), __builtin_shufflevector(U64x4(v), U64x4(v), 1, 3)};
+}
+// Two operands at the tape's ip, mp: the indices (low halves of `words`) and the partials.
+inline void store_operands(uint32_t* ip, double* mp, U64x2 words, F64x2 partials) {
+  const U32x2 index = __builtin_shufflevector(U32x4(words), U32x4(words), 0, 2);
+  std::memcpy(ip, &index, sizeof index);
+  std::memcpy(mp, &partials, sizeof partials);
+}
 
 // Short reductions (a row of a small matrix): one scalar pass with everything fused costs fewer
 // instructions than the compiler's vectorised passes, whose set-up and remainder loops dominate

@@ -193,17 +193,11 @@ FX_SHORT_LOOPS Real record_squared_norm(const Real* v, size_t n) {
   U64x2 any = {0, 0}, all = ~any;
   size_t i = 0;
   for (; i + 2 <= n; i += 2) {
-    F64x4 pair;
-    std::memcpy(&pair, v + i, sizeof pair);
-    const F64x2 values = __builtin_shufflevector(pair, pair, 0, 2);
-    const U64x2 words = __builtin_shufflevector(U64x4(pair), U64x4(pair), 1, 3);
+    const auto [values, words] = load_pair(v + i);
     any |= words;
     all &= words;
     sums += values * values;
-    const F64x2 partials = values + values;
-    const U32x2 index = __builtin_shufflevector(U32x4(words), U32x4(words), 0, 2);
-    std::memcpy(mp + i, &partials, sizeof partials);
-    std::memcpy(ip + i, &index, sizeof index);
+    store_operands(ip + i, mp + i, words, values + values);
   }
   RangeIds r{any[0] | any[1], all[0] & all[1]};
   double s = sums[0] + sums[1];

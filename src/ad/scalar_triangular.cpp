@@ -111,15 +111,10 @@ void record_fixed(ScalarTape* tape, const Real* packed, const Real* x, Real* y, 
   U64x2 any = {0, 0}, all = ~any;
   unrolled<tri / 2>([&](auto p) FX_INLINE {
     constexpr size_t j = 2 * decltype(p)::value;
-    F64x4 v;
-    std::memcpy(&v, packed + j, sizeof v);
-    const F64x2 values = __builtin_shufflevector(v, v, 0, 2);
-    const U64x2 words = __builtin_shufflevector(U64x4(v), U64x4(v), 1, 3);
+    const auto [values, words] = load_pair(packed + j);
     any |= words;
     all &= words;
-    const U32x2 index = __builtin_shufflevector(U32x4(words), U32x4(words), 0, 2);
-    std::memcpy(mp + N + j, &values, sizeof values);
-    std::memcpy(ip + N + j, &index, sizeof index);
+    store_operands(ip + N + j, mp + N + j, words, values);
     add(std::integral_constant<size_t, j>{}, values[0]);
     add(std::integral_constant<size_t, j + 1>{}, values[1]);
   });

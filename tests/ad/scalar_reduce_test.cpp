@@ -47,6 +47,19 @@ T mix_loops(const std::vector<T>& v) {
 
 const std::vector<double> kPoint = {0.3, -0.2, 0.7, 0.1, -0.4};
 
+// g against central differences of f (a function of one vector) at x.
+template <class F>
+void expect_central_differences(F f, const std::vector<double>& x, const std::vector<double>& g,
+                                double tol) {
+  ASSERT_EQ(g.size(), x.size());
+  for (size_t j = 0; j < x.size(); ++j) {
+    std::vector<double> a = x, b = x;
+    a[j] += 1e-6;
+    b[j] -= 1e-6;
+    EXPECT_NEAR(g[j], (f(a) - f(b)) / 2e-6, tol) << j;
+  }
+}
+
 }  // namespace
 
 TEST(ScalarReduce, ValuesEqualTheLoopsOnDoubles) {
@@ -113,13 +126,7 @@ TEST(ScalarReduce, InsidePreaccumulatedSumsAndHessians) {
       return T(fx::dot_product(shifted, v) + fx::squared_norm(shifted) * 0.1);
     });
   };
-  std::vector<double> g = fx::gradient(f, kPoint);
-  for (size_t j = 0; j < kPoint.size(); ++j) {
-    std::vector<double> a = kPoint, b = kPoint;
-    a[j] += 1e-6;
-    b[j] -= 1e-6;
-    EXPECT_NEAR(g[j], (f(a) - f(b)) / 2e-6, 1e-6) << j;
-  }
+  expect_central_differences(f, kPoint, fx::gradient(f, kPoint), 1e-6);
   // Second derivatives run the functions on fx::Dual<fx::Real>: the generic loops.
   auto H = fx::hessian([](const auto& v) { return fx::squared_norm(v) * fx::sum(v); }, kPoint);
   double s = 0;
@@ -314,18 +321,8 @@ TEST(ScalarReduce, LowerTriangularProductInPreaccumulatedSum) {
   };
   const std::vector<double> l = {1.2, -0.3, 0.8, 0.5, 0.1, 1.5}, v = {0.4, -1.1, 0.7};
   auto [gl, gv] = fx::gradient(f, l, v);
-  for (size_t j = 0; j < l.size(); ++j) {
-    std::vector<double> a = l, b = l;
-    a[j] += 1e-6;
-    b[j] -= 1e-6;
-    EXPECT_NEAR(gl[j], (f(a, v) - f(b, v)) / 2e-6, 1e-6) << j;
-  }
-  for (size_t j = 0; j < v.size(); ++j) {
-    std::vector<double> a = v, b = v;
-    a[j] += 1e-6;
-    b[j] -= 1e-6;
-    EXPECT_NEAR(gv[j], (f(l, a) - f(l, b)) / 2e-6, 1e-6) << j;
-  }
+  expect_central_differences([&](const auto& a) { return f(a, v); }, l, gl, 1e-6);
+  expect_central_differences([&](const auto& a) { return f(l, a); }, v, gv, 1e-6);
 }
 
 // Elements shared between L and x (and within L), and values used again after the product:
@@ -340,13 +337,7 @@ TEST(ScalarReduce, LowerTriangularProductSharedElements) {
     return T(y[0] * y[2] + y[1] * v[0] + fx::squared_norm(y));
   };
   const std::vector<double> v = {0.7, -1.3, 0.4};
-  std::vector<double> g = fx::gradient(f, v);
-  for (size_t j = 0; j < v.size(); ++j) {
-    std::vector<double> a = v, b = v;
-    a[j] += 1e-6;
-    b[j] -= 1e-6;
-    EXPECT_NEAR(g[j], (f(a) - f(b)) / 2e-6, 1e-7) << j;
-  }
+  expect_central_differences(f, v, fx::gradient(f, v), 1e-7);
 }
 
 // Larger than a fresh tape's operation stack (2^17 operands): the reservation grows it.
