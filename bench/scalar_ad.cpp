@@ -2,9 +2,9 @@
 // double, in one run: (a) a dot product of length 10^6, element by element; (b) ADBench's GMM
 // objective (d=10, K=25, 1000 points) written as ADBench's reference is, Q (x - mu) with
 // fx::lower_triangular_product (its Qtimesx) and fx::squared_norm (its sqnorm), the sum over
-// points with fx::preaccumulated_sum
-// (gmm_ratio) or as a plain loop (gmm_loop_ratio: every point on one tape); and the same
-// objective element by element (gmm_elements_ratio, against its own double evaluation).
+// points with fx::preaccumulated_sum (gmm_ratio) or as a plain loop (gmm_loop_ratio: every
+// point on one tape); and the same objective element by element (gmm_elements_ratio, against
+// its own double evaluation).
 // Prints name=value lines. Plain and gradient runs alternate; times are medians over rounds and
 // ratios the medians of the per-round ratios.
 //
@@ -151,8 +151,8 @@ T dot(const std::vector<T>& a, const std::vector<T>& b) {
 }
 
 // A double that counts the arithmetic done with it (+, -, *, exp, log: what the objective uses;
-// not copies or comparisons): run through generic code once, it gives the code's number of scalar operations,
-// the denominator of "ns per op".
+// not copies or comparisons): run through generic code once, it gives the code's number of
+// scalar operations, the denominator of "ns per op".
 struct Counted {
   double v = 0;
   static inline long ops = 0;
@@ -357,7 +357,9 @@ int main(int argc, char** argv) {
   std::printf("gmm_d=%d\ngmm_k=%d\ngmm_n=%d\n", in.d, in.k, in.n);
   std::printf("gmm_objective_value=%.10g\n", e);
   // Scalar operations of the objective (ranges form), counted by running it on Counted.
-  auto counted = [](const std::vector<double>& v) { return std::vector<Counted>(v.begin(), v.end()); };
+  auto counted = [](const std::vector<double>& v) {
+    return std::vector<Counted>(v.begin(), v.end());
+  };
   Counted::ops = 0;
   (void)gmm_objective(in, counted(in.alphas), counted(in.means), counted(in.icf), Sum::loop,
                       Inner::ranges);

@@ -1,5 +1,5 @@
-// The tape-id check of a whole range of fx::Real operands (scalar_reduce.cpp,
-// scalar_triangular.cpp).
+// What the range recordings of fx::Real share (scalar_reduce.cpp, scalar_triangular.cpp): the
+// tape-id check of a whole range, two Reals at a time as vectors, and FX_SHORT_LOOPS.
 //
 // Every Real operand is checked against the recording, as in Real expressions (scalar.hpp's
 // foreign()): its tape id must be 0 (a constant), the recording's id, or the base id of a

@@ -1,14 +1,23 @@
 // Range reductions of fx::Real recorded as one statement each (scalar_reduce.hpp).
 #include "fluxion/ad/scalar_reduce.hpp"
 
-#include "ad/range_ids.hpp"
-
 #include <cstdint>
 #include <cstring>
 #include <type_traits>
 
+#include "ad/range_ids.hpp"
+
 namespace fx::ad {
 namespace {
+
+// Commits a statement of the operands written at the tape's end, up to `end`.
+Real commit(ScalarTape* tape, size_t end, double value) {
+  const size_t k = tape->n_ + 1;
+  tape->ops_n_ = end;
+  tape->n_ = k;
+  tape->end_[k] = uint32_t(end);
+  return Real(value, uint32_t(k));
+}
 
 // Records a statement of `ops` operands. `fill(write, ip, mp)` computes the value and, with
 // `write` (std::true_type), stores the operand indices and partials at ip, mp (the tape's
@@ -28,11 +37,7 @@ Real record(size_t ops, Fill fill, Check check) {
   tape->reserve(ops);
   const double v = fill(std::true_type{}, tape->idx_ + tape->ops_n_, tape->mul_ + tape->ops_n_);
   if (!check()) return Real(v);
-  const size_t end = tape->ops_n_ + ops, k = tape->n_ + 1;
-  tape->ops_n_ = end;
-  tape->n_ = k;
-  tape->end_[k] = uint32_t(end);
-  return Real(v, uint32_t(k));
+  return commit(tape, tape->ops_n_ + ops, v);
 }
 
 // Σ_i term(i, v_i) over one range of Reals, recorded with the partial dterm(i, v_i) per element.
@@ -70,14 +75,12 @@ Real record_dot(const double* a, const Real* b, size_t n) {
 
 namespace {
 
-// Two Reals side by side are four 64-bit lanes: value, index | tape << 32, value, index | tape
-// << 32 (Real's layout: its size here, the lane order by ScalarReduce tests). A dot of two Real
-// ranges takes them two at a time as vectors: one shuffle makes the four partials (b0, a0, b1, a1 for operands a0, b0, a1, b1),
-// another the four index words, whose low halves are the operand indices and which feed the
-// id check whole. Vector extensions, not intrinsics: any target compiles them (AVX2: two
+// A dot of two Real ranges takes them two at a time as vectors (range_ids.hpp): one shuffle
+// makes the four partials (b0, a0, b1, a1 for operands a0, b0, a1, b1), another the four index
+// words, whose low halves are the operand indices and which feed the id check whole (AVX2: two
 // unpacks and a permute). Per element that is half the instructions of the scalar loop; on
-// ADBench's GMM (bench/scalar_ad), whose hottest statement is a Real matrix row times a Real
-// vector, the gradient fell from 115.5M to 108.9M instructions.
+// ADBench's GMM (bench/scalar_ad), then written with a dot product per row of a Real matrix,
+// the gradient fell from 115.5M to 108.9M instructions.
 
 void check_dot(const Real* a, const Real* b, size_t n) {
   check_reals(a, n);
@@ -141,15 +144,6 @@ bool dot_ids_valid(const DotIds& d) {
 bool any_recorded(const DotIds& d) {
   const U64x4 any = d.any | __builtin_shufflevector(d.any, d.any, 2, 3, 0, 1);
   return uint32_t(any[0] | any[1]) != 0;
-}
-
-// Commits a statement of the operands written at the tape's end, up to `end`.
-Real commit(ScalarTape* tape, size_t end, double value) {
-  const size_t k = tape->n_ + 1;
-  tape->ops_n_ = end;
-  tape->n_ = k;
-  tape->end_[k] = uint32_t(end);
-  return Real(value, uint32_t(k));
 }
 
 }  // namespace

@@ -243,7 +243,8 @@ TEST(ScalarReduce, LowerTriangularProductValuesAndGradient) {
   // Sizes up to 16 run unrolled code of their own; 17 and up the general loops.
   for (size_t n : {0, 1, 2, 3, 4, 5, 6, 7, 10, 15, 16, 17, 20}) {
     std::vector<double> packed(n * (n + 1) / 2), x(n);
-    for (size_t i = 0; i < packed.size(); ++i) packed[i] = 0.3 + 0.1 * double(i % 7) - 0.05 * double(i);
+    for (size_t i = 0; i < packed.size(); ++i)
+      packed[i] = 0.3 + 0.1 * double(i % 7) - 0.05 * double(i);
     for (size_t i = 0; i < n; ++i) x[i] = 1.0 - 0.4 * double(i);
     std::vector<double> y(n);
     fx::lower_triangular_product(packed, x, y);  // doubles: the plain loops

@@ -116,8 +116,8 @@ auto dot_product(const A& a, const B& b) {
 // and x once (not x once per row), and the sweep sums x's adjoints before adding them; up to
 // n = 16 both run fully unrolled. ADBench's GMM in bench/scalar_ad takes 65M instructions per
 // gradient (4.7-4.95x its plain evaluation's time) this way, 109M (6.5x) with a dot product per
-// row. With any other number type, and
-// when only one side holds Reals, it is the plain loop (dot products).
+// row. With any other number type, and when only one side holds Reals, it is the plain loop
+// (dot products).
 template <std::ranges::contiguous_range L, std::ranges::contiguous_range X,
           std::ranges::contiguous_range Y>
 void lower_triangular_product(const L& packed, const X& x, Y&& y) {
