@@ -31,7 +31,7 @@ void checkpoint_pullback(const PullbackArgs& a, const Tensor& dy, Tensor* dx) {
                        : std::string("an undefined tensor"),
            " where the first run gave ", dtype_name(first.dtype), " ", first.shape,
            "; the function must be deterministic");
-  std::vector<Tensor> g = rec.backward(y, dy);
+  std::vector<Tensor> g = rec.backward_once(y, dy);  // a fresh recording, swept once
   for (size_t i = 0; i < g.size(); ++i)
     if (a.wants(int(i))) dx[i] = std::move(g[i]);
 }

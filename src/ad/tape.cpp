@@ -48,6 +48,7 @@ class Tape {
   uint32_t gen = 0;
   uint32_t nslots = 0;
   bool forward = false;          // a forward-mode level: slots hold tangents, no nodes
+  bool swept_once = false;       // backward_once ran: the saved tensors are gone
   std::vector<Tensor> tangents;  // forward mode: tangent of each slot (undefined = zero)
   std::vector<Node> nodes;
   std::vector<uint32_t> in_slots;
@@ -66,6 +67,7 @@ class Tape {
     ints.clear();
     tangents.clear();
     forward = false;
+    swept_once = false;
     owners.clear();
   }
 };
@@ -251,6 +253,19 @@ const Tensor& PullbackArgs::input(int i) const {
            " which its primitive does not save");
   return t;
 }
+Tensor* PullbackArgs::reusable_input(int i) const {
+  if (!reusable_ || detail::recording_depth != 0) return nullptr;
+  Tensor& t = reusable_[i];
+  if (!t.defined()) return nullptr;
+  // The tape's own tag is harmless here: no tape records, and a finished recording that could
+  // read this value again would hold a handle of its own.
+  const TensorImpl* p = t.impl();
+  return p->refs.load(std::memory_order_acquire) == 1 &&
+                 p->storage->refs.load(std::memory_order_acquire) == 1 && t.is_contiguous()
+             ? &t
+             : nullptr;
+}
+
 Tensor* PullbackArgs::accumulator(int i) const {
   if (!grads_ || slots_[i] == ad::kNoSlot) return nullptr;
   Tensor& g = grads_[slots_[i]];
@@ -332,9 +347,21 @@ Tensor Recording::tangent(const Tensor& y) const {
 }
 
 std::vector<Tensor> Recording::backward(const Tensor& y, const Tensor& dy) const {
+  return sweep(y, dy, false);
+}
+
+std::vector<Tensor> Recording::backward_once(const Tensor& y, const Tensor& dy) {
+  return sweep(y, dy, true);
+}
+
+std::vector<Tensor> Recording::sweep(const Tensor& y, const Tensor& dy, bool once) const {
   FX_CHECK(!tape_->forward, "fx::pullback: backward() asked of a forward-mode recording");
   FX_CHECK(!active_, "fx::pullback: backward called while still recording");
-  const Tape& t = *tape_;
+  FX_CHECK(!tape_->swept_once, "fx::pullback: this recording was already swept by "
+           "backward_once(), which drops what the pullbacks read; use backward() to sweep a "
+           "recording more than once");
+  Tape& t = *tape_;
+  t.swept_once = once;
   std::vector<Tensor> grads(t.nslots);
   uint32_t ys = y.defined() ? find_slot(y, t.gen) : kNoSlot;
   if (ys != kNoSlot) {
@@ -360,7 +387,7 @@ std::vector<Tensor> Recording::backward(const Tensor& y, const Tensor& dy) const
     uint64_t wants = 0;
     for (uint32_t i = 0; i < n.nin; ++i)
       if (t.in_slots[n.in_begin + i] != kNoSlot) wants |= i < 64 ? uint64_t(1) << i : 0;
-    const Tensor* saved = &t.saved[n.saved_begin];
+    Tensor* saved = &t.saved[n.saved_begin];
     for (uint32_t i = 0; i <= n.nin; ++i) {
       const Tensor& v = saved[i];
       FX_CHECK(!v.defined() || uint32_t(v.storage()->version) == t.saved_versions[n.saved_begin + i],
@@ -371,8 +398,11 @@ std::vector<Tensor> Recording::backward(const Tensor& y, const Tensor& dy) const
     Tensor* out = n.nin <= 64 ? dx : (dx_big.assign(n.nin, Tensor()), dx_big.data());
     PullbackArgs args(*n.prim, saved, saved[n.nin], *params, wants);
     args.set_accumulators(grads.data(), &t.in_slots[n.in_begin]);
+    if (once) args.set_reusable(saved);
     n.prim->pullback(args, g, out);
     ++stats.pullbacks_run;
+    if (once)  // nothing reads them again; buffers freed now are reused while still in cache
+      for (uint32_t i = 0; i <= n.nin; ++i) saved[i] = Tensor();
     for (uint32_t i = 0; i < n.nin; ++i) {
       if (!out[i].defined()) continue;
       uint32_t s = t.in_slots[n.in_begin + i];

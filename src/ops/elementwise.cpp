@@ -89,7 +89,7 @@ Primitive abs_p{.name = "abs", .forward = elementwise_forward, .saves = saves::i
 Primitive square_p{.name = "square", .forward = elementwise_forward, .saves = saves::input(0),
                    .pullback = FX_PULLBACK {
                      const Tensor& x = a.input(0);
-                     if (!fused_pullback(square_backward_p, dy, x, dx[0]))
+                     if (!fused_pullback(square_backward_p, dy, x, dx[0], a.reusable_input(0)))
                        dx[0] = mul_conj(dy, x * 2.0);
                    },
     .jvp = FX_JVP { return dx[0] * (a.input(0) * 2.0); }};
@@ -257,7 +257,8 @@ bool fused_mul_pullback(const Tensor& dy, const Tensor& a, const Tensor& b, Tens
   return true;
 }
 
-bool fused_pullback(const Primitive& p, const Tensor& dy, const Tensor& y, Tensor& dx) {
+bool fused_pullback(const Primitive& p, const Tensor& dy, const Tensor& y, Tensor& dx,
+                    Tensor* reusable_y) {
   // Under any recording the result must stay differentiable (or carry a tangent): compose.
   if (detail::recording_depth != 0) return false;
   if (!dy.defined() || !y.defined() || dy.dtype() != y.dtype() || !(dy.shape() == y.shape()))
@@ -270,6 +271,12 @@ bool fused_pullback(const Primitive& p, const Tensor& dy, const Tensor& y, Tenso
     detail::BorrowedTensors in({dy, y});
     dispatch({p, in.span(), dy, Params{}});
     dx = dy;
+    return true;
+  }
+  if (reusable_y) {  // an elementwise kernel may write over an input it reads at the same index
+    detail::BorrowedTensors in({dy, y});
+    dispatch({p, in.span(), y, Params{}});
+    dx = std::move(*reusable_y);
     return true;
   }
   dx = bind(p, {dy, y});

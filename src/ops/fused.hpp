@@ -39,8 +39,10 @@ bool sole_dense_handle(const Tensor& t);
 // Sets dx = p(dy, y) and returns true when no differentiation is recording, dy and y are f32 or
 // f64 of one shape and dtype, and the device has a kernel for p; otherwise returns false and the
 // caller runs the composed (differentiable) form. A dy that is a sole dense handle
-// (sole_dense_handle) is overwritten with the result, and dx is dy.
-bool fused_pullback(const Primitive& p, const Tensor& dy, const Tensor& y, Tensor& dx);
+// (sole_dense_handle) is overwritten with the result, and dx is dy; failing that, a reusable y
+// (PullbackArgs::reusable_input, the same tensor as y) is, and dx takes it over.
+bool fused_pullback(const Primitive& p, const Tensor& dy, const Tensor& y, Tensor& dx,
+                    Tensor* reusable_y = nullptr);
 // Sets dx[0] = dy * b and dx[1] = dy * a through mul_backward_p (views of one buffer) and
 // returns true under the same conditions, with a and b dense; otherwise returns false.
 bool fused_mul_pullback(const Tensor& dy, const Tensor& a, const Tensor& b, Tensor* dx);

@@ -148,7 +148,10 @@ Primitive sum_squares_p{
     .pullback = [](const PullbackArgs& a, const Tensor& dy, Tensor* dx) {
       const Tensor& x = a.input(0);
       Tensor d = unreduce(dy, a.params());
-      if (!fused_pullback(square_backward_p, d, x, dx[0])) dx[0] = d * (x * 2.0);
+      // d is expanded, so it cannot take the result; x can when the tape alone holds it (a
+      // (K, N, D) GMM temporary): no fresh buffer, and the write lands on lines just read.
+      if (!fused_pullback(square_backward_p, d, x, dx[0], a.reusable_input(0)))
+        dx[0] = d * (x * 2.0);
     },
     .jvp = [](const JvpArgs& a, const Tensor* dx) {
       return bind(sum_p, {dx[0] * (a.input(0) * 2.0)}, a.params());

@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <string>
 #include <vector>
 
 #include <fluxion/ad/reverse.hpp>
@@ -166,6 +167,45 @@ TEST(OverheadPaths, FusedMatmulPullbackInPlaceOverItsOwnCotangent) {
   });
 }
 
+// A sweep that runs once (fx::gradient, std::move(back)(dy)) drops what each pullback read and
+// lets sum_squares write dy 2x over its saved input: the gradients equal a repeatable sweep's,
+// a value the caller still holds is never overwritten, and sweeping the recording again is an
+// fx::Error that says why.
+TEST(OverheadPaths, SweepThatRunsOnceReusesSavedInputsOnlyTheTapeHolds) {
+  on_cpu_backends_and_dtypes([](fx::DType t) {
+    const double tol = t == fx::f32 ? 1e-5 : 1e-13;
+    fx::Generator gen(17);
+    Tensor x = fx::randn({5, 40, 3}, gen, t), w = fx::randn({5, 40}, gen, t);
+    Tensor kept;  // the caller keeps one intermediate: that one must survive the sweep
+    auto f = [&](const Tensor& v) {
+      Tensor inner = fx::tanh(v) * 2.0;  // only the tape holds it once f returns
+      kept = fx::exp(v * 0.5);
+      return fx::sum(fx::sum_squares(inner, {2}) * w) + fx::sum(fx::sum_squares(kept));
+    };
+    auto [y, back] = fx::pullback(f, x);
+    Tensor kept_copy = kept.clone();
+    Tensor repeatable = back(fx::ones_like(y));
+    Tensor once = std::move(back)(fx::ones_like(y));
+    EXPECT_TRUE(fx::allclose(once, repeatable, tol, tol));
+    EXPECT_TRUE(fx::allclose(kept, kept_copy, 0, 0));
+    Tensor th = fx::tanh(x);
+    Tensor want = fx::unsqueeze(w, 2) * (th * 8.0) * (1.0 - th * th) + kept * kept;
+    EXPECT_TRUE(fx::allclose(once, want, tol, tol));
+    EXPECT_TRUE(fx::allclose(fx::gradient(f, x), want, tol, tol));
+  });
+  auto rec = fx::ad::Recording::begin();
+  Tensor v = rec.track(fx::ad_test::f64({1, 2}));
+  Tensor y = fx::sum_squares(v * 3.0);
+  rec.end();
+  EXPECT_EQ(vec(rec.backward_once(y, fx::ones_like(y))[0]), (std::vector<double>{18, 36}));
+  try {
+    (void)rec.backward(y, fx::ones_like(y));
+    ADD_FAILURE() << "a second sweep after backward_once did not throw";
+  } catch (const fx::Error& e) {
+    EXPECT_NE(std::string(e.what()).find("already swept by backward_once"), std::string::npos)
+        << e.what();
+  }
+}
 
 // Later slices of one tensor add their cotangents into the running sum in place (the LSTM's
 // four gates): gradients equal the closed form for disjoint, overlapping and strided slices,

@@ -200,18 +200,28 @@ class Back {
   Back(std::shared_ptr<ad::Recording> rec, Tensor y, std::tuple<Args...> args)
       : rec_(std::move(rec)), y_(std::move(y)), args_(std::move(args)) {}
 
-  ad::detail::grads_t<Args...> operator()(const Tensor& dy) const {
+  ad::detail::grads_t<Args...> operator()(const Tensor& dy) const& {
     FX_CHECK(dy.defined(), "fx::pullback: undefined cotangent");
-    std::vector<Tensor> leaves = rec_->backward(y_, dy);
+    return assemble(rec_->backward(y_, dy));
+  }
+  // The last use of a pullback (std::move(back)(dy), or fx::gradient's temporary): when no other
+  // copy shares the tape, the sweep drops saved tensors as it goes (Recording::backward_once).
+  ad::detail::grads_t<Args...> operator()(const Tensor& dy) && {
+    FX_CHECK(dy.defined(), "fx::pullback: undefined cotangent");
+    if (rec_.use_count() != 1) return assemble(rec_->backward(y_, dy));
+    std::shared_ptr<ad::Recording> rec = std::move(rec_);
+    return assemble(rec->backward_once(y_, dy));
+  }
+  const ad::Recording& recording() const { return *rec_; }
+
+ private:
+  ad::detail::grads_t<Args...> assemble(std::vector<Tensor> leaves) const {
     std::tuple<Args...> grads = args_;
     size_t k = 0;
     std::apply([&](auto&... g) { (fill(g, leaves, k), ...); }, grads);
     if constexpr (sizeof...(Args) == 1) return std::get<0>(std::move(grads));
     else return grads;
   }
-  const ad::Recording& recording() const { return *rec_; }
-
- private:
   template <class T>
   static void fill(T& g, std::vector<Tensor>& leaves, size_t& k) {
     if constexpr (std::is_arithmetic_v<T>) {
@@ -271,8 +281,7 @@ auto withgradient(F&& f, const Args&... args) {
   auto [result, rec] = ad::detail::record_call(std::forward<F>(f), args...);
   const Tensor& y = ad::detail::primary(result);
   ad::detail::check_scalar_output(y, "withgradient");
-  Back<Args...> back(rec, y, std::tuple<Args...>(args...));
-  auto grad = back(ones_like(y));
+  auto grad = Back<Args...>(std::move(rec), y, std::tuple<Args...>(args...))(ones_like(y));
   return WithGradient<std::decay_t<decltype(result)>, decltype(grad)>{std::move(result),
                                                                       std::move(grad)};
   }
@@ -289,7 +298,7 @@ auto gradient(F&& f, const Args&... args) {
     auto [result, rec] = ad::detail::record_call(std::forward<F>(f), args...);
     const Tensor& y = ad::detail::primary(result);
     ad::detail::check_scalar_output(y, "gradient");
-    return Back<Args...>(rec, y, std::tuple<Args...>(args...))(ones_like(y));
+    return Back<Args...>(std::move(rec), y, std::tuple<Args...>(args...))(ones_like(y));
   }
 }
 

@@ -51,11 +51,18 @@ class Recording {
   // Cotangents of the tracked leaves, in the order they were tracked, given y's cotangent dy.
   // An undefined entry means "no dependence" (a zero).
   std::vector<Tensor> backward(const Tensor& y, const Tensor& dy) const;
+  // The same sweep, for a recording that is swept only once (fx::gradient, fx::withgradient):
+  // each node's saved tensors are dropped as soon as its pullback has run, so memory falls as
+  // the sweep proceeds and freed buffers are reused while still in cache, and a pullback may
+  // write its result over a saved input the tape alone holds (PullbackArgs::reusable_input).
+  // Sweeping the recording again afterwards is an fx::Error.
+  std::vector<Tensor> backward_once(const Tensor& y, const Tensor& dy);
   uint32_t num_leaves() const { return nleaves_; }
   size_t num_nodes() const;
   std::shared_ptr<Tape> tape() const { return tape_; }
 
  private:
+  std::vector<Tensor> sweep(const Tensor& y, const Tensor& dy, bool once) const;
   explicit Recording(std::shared_ptr<Tape> t) : tape_(std::move(t)) {}
   std::shared_ptr<Tape> tape_;
   uint32_t nleaves_ = 0;

@@ -97,6 +97,12 @@ class PullbackArgs {
     grads_ = grads;
     slots_ = slots;
   }
+  // Saved input i when the pullback may write its result over it: only in a backward pass that
+  // runs once (Recording::backward_once) and records nothing, and only when the tape holds the
+  // one handle on a dense buffer of its own (nothing else can read the value again). Null
+  // otherwise; using it is optional. sum_squares' pullback writes dy * 2x over x this way.
+  Tensor* reusable_input(int i) const;
+  void set_reusable(Tensor* saved) { reusable_ = saved; }
 
  private:
   const Primitive& prim_;
@@ -106,6 +112,7 @@ class PullbackArgs {
   uint64_t wants_;
   Tensor* grads_ = nullptr;          // the tape's cotangents, by slot
   const uint32_t* slots_ = nullptr;  // the slot of each input
+  Tensor* reusable_ = nullptr;       // saved_, writable: set by a sweep that runs once
 };
 
 // What a pushforward may read: every input, the output and the parameters.
