@@ -13,7 +13,9 @@
 // (checked and printed). Before the ADBench files, a synthetic instance with zero-rotation cameras
 // (ADBench's small-angle branch) checks all four against each other and the hand derivative
 // against central differences. Timing is ADBench's (bench/adbench_timing.hpp): objective and
-// Jacobian separately, preparation (reading, tensor conversion) untimed, one thread everywhere.
+// Jacobian separately, preparation (reading, tensor conversion) untimed, one thread everywhere;
+// the implementations take their samples in turn, and a ratio is the median of the per-round
+// ratios (interleaved_time).
 //
 //   ./build/bench/adbench_ba [--dir ../shared/adbench/ba] [--sets ba1,ba2,...|all]
 //       [--impls fluxion_tensor,fluxion_scalar,torch,manual] [--min-time 0.5] [--samples 10]
@@ -61,7 +63,8 @@
 extern "C" void openblas_set_num_threads(int) __attribute__((weak));
 
 namespace {
-using fx::bench::adbench_time;
+using fx::bench::Interleaved;
+using fx::bench::interleaved_time;
 using fx::bench::max_rel_err;
 using fx::bench::TimeOpts;
 using Ba = fx::data::BaInput;
@@ -844,26 +847,41 @@ int main(int argc, char** argv) {
     double err = agreement(P, impls, Jref);
     std::printf("%s_n=%d\n%s_m=%d\n%s_p=%d\n%s_nnz=%zu\n", tag.c_str(), b.n, tag.c_str(), b.m,
                 tag.c_str(), b.p, tag.c_str(), Jref.vals.size());
-    std::vector<std::pair<std::string, std::pair<double, double>>> times;
-    double man = NAN, best = INFINITY, torch_s = NAN;
-    for (const Impl& im : impls) {
-      double o = adbench_time(im.objective, to);
-      double j = adbench_time([&] { im.jacobian(J); }, to);
-      times.push_back({im.name, {o, j}});
-      std::printf("%s_%s_objective_s=%.6e\n%s_%s_jacobian_s=%.6e\n", tag.c_str(), im.name.c_str(),
-                  o, tag.c_str(), im.name.c_str(), j);
-      if (im.name == "manual") man = j;
-      else if (im.name == "torch") torch_s = j;
-      else best = std::min(best, j);  // every fluxion implementation
-      std::fflush(stdout);
+    // Timed in alternation (interleaved_time), objectives then Jacobians.
+    std::vector<std::function<void()>> objectives, jacobians;
+    int man = -1, torch = -1;
+    std::vector<size_t> fluxion;  // every fluxion implementation; the best one counts
+    for (size_t i = 0; i < impls.size(); ++i) {
+      objectives.push_back(impls[i].objective);
+      jacobians.push_back([&, i] { impls[i].jacobian(J); });
+      if (impls[i].name == "manual") man = int(i);
+      else if (impls[i].name == "torch") torch = int(i);
+      else fluxion.push_back(i);
     }
-    double ratio = best / man;
+    const Interleaved obj_t = interleaved_time(objectives, to);
+    const Interleaved jac_t = interleaved_time(jacobians, to);
+    std::vector<std::pair<std::string, std::pair<double, double>>> times;
+    for (size_t i = 0; i < impls.size(); ++i) {
+      const double o = obj_t.min(i), j = jac_t.min(i);
+      times.push_back({impls[i].name, {o, j}});
+      std::printf("%s_%s_objective_s=%.6e\n%s_%s_jacobian_s=%.6e\n", tag.c_str(),
+                  impls[i].name.c_str(), o, tag.c_str(), impls[i].name.c_str(), j);
+    }
+    auto best = [&](const std::vector<double>& r) {
+      double b = INFINITY;
+      for (size_t i : fluxion) b = std::min(b, r[i]);
+      return b;
+    };
+    auto entry = [](int i) { return [i](const std::vector<double>& r) { return r[size_t(i)]; }; };
+    const double ratio = man >= 0 ? jac_t.median_ratio(best, entry(man)) : NAN;
+    const double torch_ratio = torch >= 0 ? jac_t.median_ratio(best, entry(torch)) : NAN;
     bool ok = err <= 1e-8;
     all_ok = all_ok && ok;
     std::printf("%s_max_rel_error=%.3e\n%s_ratio_vs_manual=%.4f\n", tag.c_str(), err, tag.c_str(),
                 ratio);
-    if (!std::isnan(torch_s))
-      std::printf("%s_ratio_fluxion_torch=%.4f\n", tag.c_str(), best / torch_s);
+    if (!std::isnan(torch_ratio))
+      std::printf("%s_ratio_fluxion_torch=%.4f\n", tag.c_str(), torch_ratio);
+    std::printf("%s_timing_rounds=%zu\n", tag.c_str(), jac_t.rounds.size());
     std::printf("%-5s %8d", ("ba" + std::to_string(N)).c_str(), b.p);
     for (const auto& [name, oj] : times) std::printf("    %10.3e/%10.3e", oj.first, oj.second);
     std::printf(" %7.2f %8.1e%s\n", ratio, err, ok ? "" : "  MISMATCH");

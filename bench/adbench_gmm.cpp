@@ -5,8 +5,10 @@
 //   manual   — hand-written loops and a hand-derived gradient (ADBench's "manual"),
 // checked against each other (max |a - b| / max |b| <= 1e-8) and timed the ADBench way: each
 // sample repeats the call until it has run >= --min-time seconds (0.5), the time is the minimum
-// over up to --samples samples (10), stopping early once a measurement has used --budget seconds
-// (preparation untimed; objective and gradient timed separately). One thread everywhere.
+// over up to --samples samples (10), stopping early once each implementation has used --budget
+// seconds and 5 samples are taken (preparation untimed; objective and gradient timed
+// separately). The implementations take their samples in turn, and a ratio is the median of
+// the per-round ratios (adbench_timing.hpp: interleaved_time). One thread everywhere.
 //
 //   ./build/bench/adbench_gmm [--dir ../shared/adbench/gmm] [--sets 1k,10k] [--max-d 20]
 //       [--max-k 200] [--min-time 0.5] [--samples 10] [--budget 5] [--only d2_K5]
@@ -41,7 +43,8 @@
 extern "C" void openblas_set_num_threads(int) __attribute__((weak));
 
 namespace {
-using fx::bench::adbench_time;
+using fx::bench::Interleaved;
+using fx::bench::interleaved_time;
 using fx::bench::max_rel_err;
 using fx::bench::TimeOpts;
 
@@ -301,8 +304,6 @@ int main(int argc, char** argv) {
       // manual
       std::vector<double> gman(static_cast<size_t>(K + K * D + K * T));
       double eman = manual(d, d.alphas.data(), d.means.data(), d.icf.data(), gman.data());
-      double tman_o = adbench_time([&] { manual(d, d.alphas.data(), d.means.data(), d.icf.data(), nullptr); }, to);
-      double tman_g = adbench_time([&] { manual(d, d.alphas.data(), d.means.data(), d.icf.data(), gman.data()); }, to);
 
       // fluxion
       FxParams p{fx::from_vector(d.alphas, {K}), fx::from_vector(d.means, {K, D}),
@@ -312,11 +313,16 @@ int main(int argc, char** argv) {
       double efx = fx_objective(p, c).item();
       auto obj = [&c](const FxParams& q) { return fx_objective(q, c); };
       std::vector<double> gfx = fx_flat(fx::gradient(obj, p));
-      double tfx_o = adbench_time([&] { (void)fx_objective(p, c).item(); }, to);
-      double tfx_g = adbench_time([&] { (void)fx::gradient(obj, p); }, to);
 
       double err = std::max(max_rel_err(gfx, gman), std::abs(efx - eman) / std::abs(eman));
-      double ttc_o = NAN, ttc_g = NAN;
+      // Timed in alternation (interleaved_time): objectives, then gradients; index 0 fluxion,
+      // 1 manual, 2 libtorch.
+      std::vector<std::function<void()>> objectives{
+          [&] { (void)fx_objective(p, c).item(); },
+          [&] { manual(d, d.alphas.data(), d.means.data(), d.icf.data(), nullptr); }};
+      std::vector<std::function<void()>> gradients{
+          [&] { (void)fx::gradient(obj, p); },
+          [&] { manual(d, d.alphas.data(), d.means.data(), d.icf.data(), gman.data()); }};
 #ifdef FLUXION_HAVE_TORCH
       TorchConst tc{to_torch(d.x, {N, D}), torch::tensor(q_index(D), torch::kInt64),
                     torch::zeros({K, 1}, torch::kFloat64), D, K, N, d.gamma, d.m, gmm_constant(d)};
@@ -340,27 +346,35 @@ int main(int argc, char** argv) {
         gtc.insert(gtc.end(), cc.data_ptr<double>(), cc.data_ptr<double>() + cc.numel());
       }
       err = std::max({err, max_rel_err(gtc, gman), std::abs(etc - eman) / std::abs(eman)});
-      ttc_o = adbench_time([&] {
+      objectives.push_back([&] {
         torch::NoGradGuard ng;
         (void)torch_objective(ta, tm, ti, tc).item<double>();
-      }, to);
-      ttc_g = adbench_time([&] { (void)torch_grad(); }, to);
+      });
+      gradients.push_back([&] { (void)torch_grad(); });
 #endif
+      const Interleaved obj_t = interleaved_time(objectives, to);
+      const Interleaved grad_t = interleaved_time(gradients, to);
+      const double tfx_o = obj_t.min(0), tman_o = obj_t.min(1);
+      const double tfx_g = grad_t.min(0), tman_g = grad_t.min(1);
+      const bool torch = gradients.size() > 2;
+      const double ttc_o = torch ? obj_t.min(2) : NAN, ttc_g = torch ? grad_t.min(2) : NAN;
+      const double vs_manual = grad_t.ratio(0, 1), vs_torch = torch ? grad_t.ratio(0, 2) : NAN;
       bool ok = err <= 1e-8;
       all_ok = all_ok && ok;
       std::printf("%-5s %-10s %11.3e %11.3e %11.3e %11.3e %11.3e %11.3e %9.2f %9.3f %9.1e%s\n",
                   set.c_str(), (tag.substr(tag.find("_d") + 1)).c_str(), tfx_o, tfx_g, ttc_o, ttc_g,
-                  tman_o, tman_g, tfx_g / tman_g, tfx_g / ttc_g, err, ok ? "" : "  MISMATCH");
+                  tman_o, tman_g, vs_manual, vs_torch, err, ok ? "" : "  MISMATCH");
       std::printf("%s_fluxion_objective_s=%.6e\n%s_fluxion_gradient_s=%.6e\n", tag.c_str(), tfx_o,
                   tag.c_str(), tfx_g);
 #ifdef FLUXION_HAVE_TORCH
       std::printf("%s_libtorch_objective_s=%.6e\n%s_libtorch_gradient_s=%.6e\n", tag.c_str(), ttc_o,
                   tag.c_str(), ttc_g);
-      std::printf("%s_ratio_fluxion_libtorch=%.4f\n", tag.c_str(), tfx_g / ttc_g);
+      std::printf("%s_ratio_fluxion_libtorch=%.4f\n", tag.c_str(), vs_torch);
 #endif
       std::printf("%s_manual_objective_s=%.6e\n%s_manual_gradient_s=%.6e\n", tag.c_str(), tman_o,
                   tag.c_str(), tman_g);
-      std::printf("%s_ratio_fluxion_manual=%.4f\n", tag.c_str(), tfx_g / tman_g);
+      std::printf("%s_ratio_fluxion_manual=%.4f\n", tag.c_str(), vs_manual);
+      std::printf("%s_timing_rounds=%zu\n", tag.c_str(), grad_t.rounds.size());
       std::printf("%s_max_rel_err=%.3e\n", tag.c_str(), err);
       std::fflush(stdout);
     }

@@ -8,7 +8,9 @@
 //   manual   — hand-written loops with a hand-derived backward pass through time,
 // checked against each other (max |a - b| / max |b| <= 1e-8) and timed the ADBench way (each
 // sample repeats the call until >= --min-time s, minimum over up to --samples samples within
-// --budget s; objective and gradient separately; reading and preparation untimed; one thread).
+// --budget s per implementation; objective and gradient separately; reading and preparation
+// untimed; one thread). The implementations take their samples in turn, and a ratio is the
+// median of the per-round ratios (adbench_timing.hpp: interleaved_time).
 //
 //   ./build/bench/adbench_lstm [--dir ../shared/adbench/lstm] [--only l2_c1024]
 //       [--min-time 0.5] [--samples 10] [--budget 5]
@@ -45,7 +47,8 @@
 extern "C" void openblas_set_num_threads(int) __attribute__((weak));
 
 namespace {
-using fx::bench::adbench_time;
+using fx::bench::Interleaved;
+using fx::bench::interleaved_time;
 using fx::bench::max_rel_err;
 using fx::bench::TimeOpts;
 
@@ -400,8 +403,6 @@ int main(int argc, char** argv) {
     std::string tag = "lstm_l" + std::to_string(L) + "_c" + std::to_string(C);
     std::vector<double> gman(d.main.size() + d.extra.size());
     double eman = manual(d, d.main.data(), d.extra.data(), gman.data());
-    double tman_o = adbench_time([&] { manual(d, d.main.data(), d.extra.data(), nullptr); }, to);
-    double tman_g = adbench_time([&] { manual(d, d.main.data(), d.extra.data(), gman.data()); }, to);
 
     fx::Tensor seq = fx::from_vector(d.seq, {C, B});
     FxConst k{{}, fx::slice(seq, 0, 1, C).contiguous(), {}, {}, L, C, B};
@@ -414,8 +415,6 @@ int main(int argc, char** argv) {
     auto obj = [&k](const FxParams& q) { return fx_objective(q, k); };
     double efx = fx_objective(p, k).item();
     std::vector<double> gfx = fx_flat(fx::gradient(obj, p));
-    double tfx_o = adbench_time([&] { (void)fx_objective(p, k).item(); }, to);
-    double tfx_g = adbench_time([&] { (void)fx::gradient(obj, p); }, to);
     double err = std::max(max_rel_err(gfx, gman), std::abs(efx - eman) / std::abs(eman));
     fx::ad::reset_tape_stats();
     (void)fx::gradient(obj, p);
@@ -431,12 +430,18 @@ int main(int argc, char** argv) {
       gsc.insert(gsc.end(), ge.begin(), ge.end());
     }
     err = std::max({err, max_rel_err(gsc, gman), std::abs(esc - eman) / std::abs(eman)});
-    volatile double sink = 0;
-    double tsc_o = adbench_time([&] { sink = scalar_objective(d, d.main, d.extra); }, to);
-    double tsc_g = adbench_time([&] { (void)fx::gradient(sobj, d.main, d.extra); }, to);
-    (void)sink;
 
-    double ttc_o = NAN, ttc_g = NAN;
+    // Timed in alternation (interleaved_time): index 0 fluxion tensors, 1 manual, 2 fluxion
+    // scalar, 3 libtorch.
+    volatile double sink = 0;
+    std::vector<std::function<void()>> objectives{
+        [&] { (void)fx_objective(p, k).item(); },
+        [&] { manual(d, d.main.data(), d.extra.data(), nullptr); },
+        [&] { sink = scalar_objective(d, d.main, d.extra); }};
+    std::vector<std::function<void()>> gradients{
+        [&] { (void)fx::gradient(obj, p); },
+        [&] { manual(d, d.main.data(), d.extra.data(), gman.data()); },
+        [&] { (void)fx::gradient(sobj, d.main, d.extra); }};
 #ifdef FLUXION_HAVE_TORCH
     torch::Tensor tseq = to_torch(d.seq.data(), {C, B});
     TorchConst tk{{}, tseq.narrow(0, 1, C - 1).contiguous(), {}, {}, L, C, B};
@@ -459,33 +464,44 @@ int main(int argc, char** argv) {
       gtc.insert(gtc.end(), cc.data_ptr<double>(), cc.data_ptr<double>() + cc.numel());
     }
     err = std::max({err, max_rel_err(gtc, gman), std::abs(etc - eman) / std::abs(eman)});
-    ttc_o = adbench_time([&] {
+    objectives.push_back([&] {
       torch::NoGradGuard ng;
       (void)torch_objective(tm, te, tk).item<double>();
-    }, to);
-    ttc_g = adbench_time([&] { (void)tgrad(); }, to);
+    });
+    gradients.push_back([&] { (void)tgrad(); });
 #endif
+    const Interleaved obj_t = interleaved_time(objectives, to);
+    const Interleaved grad_t = interleaved_time(gradients, to);
+    (void)sink;
+    const double tfx_o = obj_t.min(0), tman_o = obj_t.min(1), tsc_o = obj_t.min(2);
+    const double tfx_g = grad_t.min(0), tman_g = grad_t.min(1), tsc_g = grad_t.min(2);
+    const bool torch = gradients.size() > 3;
+    const double ttc_o = torch ? obj_t.min(3) : NAN, ttc_g = torch ? grad_t.min(3) : NAN;
+    const double vs_manual = grad_t.ratio(0, 1), vs_torch = torch ? grad_t.ratio(0, 3) : NAN;
+    const double best_vs_manual =
+        grad_t.median_ratio([](const std::vector<double>& r) { return std::min(r[0], r[2]); },
+                            [](const std::vector<double>& r) { return r[1]; });
     bool ok = err <= 1e-8;
     all_ok = all_ok && ok;
     std::printf("%-12s %11.3e %11.3e %11.3e %11.3e %11.3e %11.3e %9.2f %9.3f %9.1e%s\n",
-                tag.substr(5).c_str(), tfx_o, tfx_g, ttc_o, ttc_g, tman_o, tman_g, tfx_g / tman_g,
-                tfx_g / ttc_g, err, ok ? "" : "  MISMATCH");
+                tag.substr(5).c_str(), tfx_o, tfx_g, ttc_o, ttc_g, tman_o, tman_g, vs_manual,
+                vs_torch, err, ok ? "" : "  MISMATCH");
     std::printf("%s_fluxion_tape_nodes=%llu\n", tag.c_str(), (unsigned long long)nodes);
     std::printf("%s_fluxion_objective_s=%.6e\n%s_fluxion_gradient_s=%.6e\n", tag.c_str(), tfx_o,
                 tag.c_str(), tfx_g);
 #ifdef FLUXION_HAVE_TORCH
     std::printf("%s_libtorch_objective_s=%.6e\n%s_libtorch_gradient_s=%.6e\n", tag.c_str(), ttc_o,
                 tag.c_str(), ttc_g);
-    std::printf("%s_ratio_fluxion_libtorch=%.4f\n", tag.c_str(), tfx_g / ttc_g);
+    std::printf("%s_ratio_fluxion_libtorch=%.4f\n", tag.c_str(), vs_torch);
 #endif
     std::printf("%s_manual_objective_s=%.6e\n%s_manual_gradient_s=%.6e\n", tag.c_str(), tman_o,
                 tag.c_str(), tman_g);
-    std::printf("%s_ratio_fluxion_manual=%.4f\n", tag.c_str(), tfx_g / tman_g);
+    std::printf("%s_ratio_fluxion_manual=%.4f\n", tag.c_str(), vs_manual);
     std::printf("%s_scalar_objective_s=%.6e\n%s_scalar_gradient_s=%.6e\n", tag.c_str(), tsc_o,
                 tag.c_str(), tsc_g);
-    std::printf("%s_ratio_scalar_manual=%.4f\n", tag.c_str(), tsc_g / tman_g);
-    std::printf("%s_ratio_fluxion_best_manual=%.4f\n", tag.c_str(),
-                std::min(tfx_g, tsc_g) / tman_g);
+    std::printf("%s_ratio_scalar_manual=%.4f\n", tag.c_str(), grad_t.ratio(2, 1));
+    std::printf("%s_ratio_fluxion_best_manual=%.4f\n", tag.c_str(), best_vs_manual);
+    std::printf("%s_timing_rounds=%zu\n", tag.c_str(), grad_t.rounds.size());
     std::printf("%s_max_rel_err=%.3e\n", tag.c_str(), err);
     std::fflush(stdout);
   }

@@ -1,6 +1,8 @@
 // ADBench's timing method and the agreement measure, shared by the ADBench benchmarks.
 //
-//   double t = adbench_time([&] { objective(); }, {.min_time = 0.5, .samples = 10});
+//   Interleaved g = interleaved_time({fluxion_grad, torch_grad}, {.min_time = 0.5, .samples = 10});
+//   g.min(0);       // fluxion's time per call: the minimum over samples, as ADBench reports it
+//   g.ratio(0, 1);  // fluxion / libtorch: the median of the per-round ratios
 #pragma once
 #include <algorithm>
 #include <chrono>
@@ -17,28 +19,64 @@ struct TimeOpts {
   double budget = 5;
 };
 
-// A sample repeats fn until >= min_time (doubling the count), its time per call is kept; the
-// result is the minimum over up to `samples` samples, within `budget` seconds.
-inline double adbench_time(const std::function<void()>& fn, const TimeOpts& o) {
+// Several implementations timed in alternation: round r takes one ADBench sample (calls
+// repeated until >= min_time) of each in turn, so a change in the machine's speed (a shared,
+// noisy host) lands on all of them alike. An implementation's time is its minimum over rounds,
+// ADBench's figure; the ratio of two is the median of their per-round ratios, the figure the
+// acceptance ratios use (medians of >= 5 rounds). Runs `samples` rounds, stopping early once
+// `budget` seconds per implementation are spent and at least 5 rounds are done.
+struct Interleaved {
+  std::vector<std::vector<double>> rounds;  // rounds[r][i]: seconds per call of implementation i
+
+  double min(size_t i) const {
+    double m = INFINITY;
+    for (const auto& r : rounds) m = std::min(m, r[i]);
+    return m;
+  }
+  // Median over rounds of num(round) / den(round), for figures built from several entries.
+  template <class Num, class Den>
+  double median_ratio(Num num, Den den) const {
+    std::vector<double> q;
+    for (const auto& r : rounds) q.push_back(num(r) / den(r));
+    if (q.empty()) return NAN;
+    std::sort(q.begin(), q.end());
+    const size_t n = q.size();
+    return n % 2 ? q[n / 2] : 0.5 * (q[n / 2 - 1] + q[n / 2]);
+  }
+  double ratio(size_t a, size_t b) const {
+    return median_ratio([a](const std::vector<double>& r) { return r[a]; },
+                        [b](const std::vector<double>& r) { return r[b]; });
+  }
+};
+
+inline Interleaved interleaved_time(const std::vector<std::function<void()>>& fns,
+                                    const TimeOpts& o) {
   using C = std::chrono::steady_clock;
   auto start = C::now();
-  double best = INFINITY;
-  int64_t reps = 1;
+  Interleaved out;
+  std::vector<int64_t> reps(fns.size(), 1);
+  const int at_least = std::min(o.samples, 5);
   for (int s = 0; s < o.samples; ++s) {
-    double el;
-    for (;;) {
-      auto t0 = C::now();
-      for (int64_t r = 0; r < reps; ++r) fn();
-      el = std::chrono::duration<double>(C::now() - t0).count();
-      if (el >= o.min_time) break;
-      reps = el <= 0 ? reps * 2
-                     : std::max(reps * 2, int64_t(double(reps) * o.min_time / el * 1.1) + 1);
-      reps = std::min<int64_t>(reps, int64_t(1) << 40);
+    std::vector<double> round(fns.size());
+    for (size_t i = 0; i < fns.size(); ++i) {
+      for (;;) {  // the call count grows until a sample lasts min_time (ADBench's method)
+        auto t0 = C::now();
+        for (int64_t r = 0; r < reps[i]; ++r) fns[i]();
+        const double el = std::chrono::duration<double>(C::now() - t0).count();
+        if (el >= o.min_time) {
+          round[i] = el / double(reps[i]);
+          break;
+        }
+        reps[i] = el <= 0 ? reps[i] * 2
+                          : std::max(reps[i] * 2, int64_t(double(reps[i]) * o.min_time / el * 1.1) + 1);
+        reps[i] = std::min<int64_t>(reps[i], int64_t(1) << 40);
+      }
     }
-    best = std::min(best, el / double(reps));
-    if (std::chrono::duration<double>(C::now() - start).count() >= o.budget) break;
+    out.rounds.push_back(std::move(round));
+    const double spent = std::chrono::duration<double>(C::now() - start).count();
+    if (s + 1 >= at_least && spent >= o.budget * double(fns.size())) break;
   }
-  return best;
+  return out;
 }
 
 // max |a - b| / max |b|: the relative error ADBench compares implementations with.
