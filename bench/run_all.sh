@@ -46,7 +46,7 @@ case $MODE in
          AD_TIME=(--min-time 0.5 --samples 10 --budget 5); GMM_SIZES=(--sets 1k,10k)
          BA_SIZES=(--sets ba1,ba3,ba5,ba8,ba10); MLP_OPTS=(--epochs 5) ;;
   *)     LSTM_OPTS=(--reps 15 --inner 20); MM_OPTS=(--reps 7)
-         AD_TIME=(--min-time 0.1 --samples 3 --budget 1); GMM_SIZES=(--sets 1k,10k --max-d 20)
+         AD_TIME=(--min-time 0.1 --samples 5 --budget 1); GMM_SIZES=(--sets 1k,10k --max-d 20)
          BA_SIZES=(); MLP_OPTS=(--epochs 5) ;;
 esac
 
@@ -114,6 +114,8 @@ for kind in ("gmm", "lstm"):
     if man: out.append((f"acceptance_{kind}_ratio_fluxion_manual_max", max(man)))
     if tor: out.append((f"acceptance_{kind}_ratio_fluxion_libtorch_max", max(tor)))
     if err: out.append((f"acceptance_{kind}_max_rel_err", max(err)))
+small = [v for k, v in r.items() if (m := re.fullmatch(r"gmm_1k_d(\d+)_K\d+_ratio_fluxion_libtorch", k)) and int(m.group(1)) <= 10]
+if small: out.append(("acceptance_gmm_1k_d10_ratio_fluxion_libtorch_max", max(small)))
 ba = [v for k, v in r.items() if k.startswith("ba_") and k.endswith("_ratio_vs_manual")]
 bat = [v for k, v in r.items() if k.startswith("ba_ba") and k.endswith("_ratio_fluxion_torch")]
 bae = [v for k, v in r.items() if k.startswith("ba_ba") and k.endswith("_max_rel_error")]
@@ -173,7 +175,8 @@ w("| figure | value | target |\n|---|---|---|")
 for k, t in [("acceptance_lstm_overhead_ratio_max", "≤ 0.0333 (1/30 of libtorch)"),
              ("acceptance_lstm_ns_per_op_spread", "≤ 0.15"),
              ("acceptance_gmm_ratio_fluxion_manual_max", "≤ 3 (d ≤ 20)"),
-             ("acceptance_gmm_ratio_fluxion_libtorch_max", "≤ 1 everywhere; ≤ 1/3 for 1k, d ≤ 10"),
+             ("acceptance_gmm_ratio_fluxion_libtorch_max", "≤ 1 (every size run)"),
+             ("acceptance_gmm_1k_d10_ratio_fluxion_libtorch_max", "≤ 1/3 (1k points, d ≤ 10)"),
              ("acceptance_gmm_max_rel_err", "≤ 1e-8"),
              ("acceptance_lstm_ratio_fluxion_manual_max", "≤ 3 (best of tensor and scalar fluxion)"),
              ("acceptance_lstm_ratio_fluxion_libtorch_max", "≤ 1/3"),
@@ -228,6 +231,7 @@ w("")
 def adbench_table(prefix, title, keys):
     w(f"## {title}\n")
     w("Seconds per call (ADBench method: repeat until ≥ min-time, minimum over samples; one thread). "
+      "The implementations take their samples in turn; the ratio columns are medians of the per-round ratios (≥ 5 rounds). "
       "`rel err`: largest relative disagreement among the gradients and objectives of all implementations.\n")
     w("| size | fluxion obj | fluxion grad | libtorch obj | libtorch grad | manual obj | manual grad | fluxion/manual | fluxion/libtorch | rel err |")
     w("|---|---|---|---|---|---|---|---|---|---|")
