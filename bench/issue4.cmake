@@ -10,10 +10,10 @@ foreach(b lstm_overhead matmul adbench_gmm adbench_lstm adbench_ba)
     endif()
   endif()
 endforeach()
-# matmul calls cblas_sgemm directly, beside fx::matmul.
+# matmul calls cblas_sgemm and dnnl_sgemm directly, beside fx::matmul.
 if(TARGET matmul)
-  target_include_directories(matmul PRIVATE ${CBLAS_INCLUDE_DIR})
-  target_link_libraries(matmul PRIVATE ${BLAS_LIBRARIES})
+  target_include_directories(matmul PRIVATE ${CBLAS_INCLUDE_DIR} ${DNNL_INCLUDE_DIR})
+  target_link_libraries(matmul PRIVATE ${BLAS_LIBRARIES} ${DNNL_LIBRARY})
 endif()
 # The BA benchmark checks its four Jacobians against each other and finite differences before
 # timing; run that check (no timing) with the tests.

@@ -5,11 +5,19 @@
 //   fluxion_epoch_s=...  libtorch_epoch_s=...  ratio=...   (fluxion / libtorch: below 1 is faster)
 //   fluxion_test_accuracy=...  libtorch_test_accuracy=...    (after all timed epochs)
 //
+//   OPENBLAS_NUM_THREADS=2 ./build/bench/train_mlp --threads 1,2 --epochs 5
+//   t1_fluxion_epoch_s=... t2_fluxion_epoch_s=... fluxion_speedup_t2_vs_t1=... (and libtorch's)
+//
 // Epochs alternate between the two libraries so that noise from other processes on the machine
-// lands on both; the reported time is the median over epochs. --steps K times only the first K
-// steps of each epoch (for quick runs), scales that to a whole epoch, and the output says so. Each side
-// reads the loss every step (as a progress bar would), so both synchronise the same way.
-// Without libtorch (CMake found no Torch) only the fluxion line is printed.
+// lands on both; the reported time is the median over epochs. With several thread counts, each
+// count trains its own copy of both models and the counts also take their epochs in turn; a
+// speedup is the median of the per-repetition ratios, so that the machine's speed drifting
+// between one thread count's epochs and the next does not enter it. --steps K times only the
+// first K steps of each epoch (for quick runs), scales that to a whole epoch, and the output says
+// so. Each side reads the loss every step (as a progress bar would), so both synchronise the same
+// way. fluxion's threads split each step's batch (--parallel batch, the default) or each large
+// op (--parallel ops); libtorch's split each op, its only mode. Without libtorch (CMake found no
+// Torch) only the fluxion lines are printed.
 #include <omp.h>
 
 #include <algorithm>
@@ -18,6 +26,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <iostream>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -30,6 +39,7 @@
 #include <fluxion/nn/losses.hpp>
 #include <fluxion/optim/rules.hpp>
 #include <fluxion/optim/update.hpp>
+#include <fluxion/train/data_parallel.hpp>
 #include <fluxion/train/metrics.hpp>
 
 #ifdef FLUXION_BENCH_TORCH
@@ -43,24 +53,38 @@ namespace {
 using Clock = std::chrono::steady_clock;
 
 struct Args {
-  int threads = 1;
+  std::vector<int> threads{1};
   int epochs = 3;
   int64_t steps = 0;  // 0: whole epochs
+  bool split_batch = true;  // --parallel batch (the default) or ops: see fluxion_epoch
   uint64_t seed = 1;
   std::string data = fx::data::kFashionMnistDir;
 };
+
+// "1,2" -> {1, 2}; counts below 1 become 1.
+std::vector<int> parse_counts(const std::string& list) {
+  std::vector<int> out;
+  for (size_t at = 0; at <= list.size();) {
+    size_t comma = std::min(list.find(',', at), list.size());
+    out.push_back(std::max(1, std::atoi(list.substr(at, comma - at).c_str())));
+    at = comma + 1;
+  }
+  return out;
+}
 
 Args parse(int argc, char** argv) {
   Args a;
   for (int i = 1; i + 1 < argc; i += 2) {
     std::string k = argv[i], v = argv[i + 1];
-    if (k == "--threads") a.threads = std::atoi(v.c_str());
+    if (k == "--threads") a.threads = parse_counts(v);
     else if (k == "--epochs") a.epochs = std::atoi(v.c_str());
     else if (k == "--steps") a.steps = std::atoll(v.c_str());
     else if (k == "--seed") a.seed = std::strtoull(v.c_str(), nullptr, 10);
+    else if (k == "--parallel" && (v == "batch" || v == "ops")) a.split_batch = v == "batch";
     else if (k == "--data") a.data = v;
     else {
-      std::cerr << "usage: train_mlp [--threads T] [--epochs N>=3] [--steps K] [--seed S] [--data DIR]\n";
+      std::cerr << "usage: train_mlp [--threads T[,T...]] [--epochs N>=3] [--steps K] [--seed S] "
+                   "[--parallel batch|ops] [--data DIR]\n";
       std::exit(2);
     }
   }
@@ -68,7 +92,6 @@ Args parse(int argc, char** argv) {
     std::cerr << "train_mlp: " << argv[argc - 1] << " needs a value\n";
     std::exit(2);
   }
-  a.threads = std::max(a.threads, 1);
   a.epochs = std::max(a.epochs, 3);  // a median of fewer says little
   return a;
 }
@@ -81,17 +104,24 @@ double median(std::vector<double> v) {
 
 using Mlp = fx::nn::Chain<fx::nn::Dense, fx::nn::Dense, fx::nn::Dense>;
 
-// One (possibly truncated) epoch of fluxion training; returns seconds.
+// One (possibly truncated) epoch of fluxion training; returns seconds. With several threads,
+// split_batch splits each step's batch across them (fx::train::data_parallel_withgradient): one
+// join per step. Otherwise the large ops split their own work (intra-op threading, as libtorch
+// does): a join per op. With one thread both are plain withgradient.
 template <class Opt>
 double fluxion_epoch(Mlp& model, Opt& opt, fx::data::DataLoader& loader, int64_t steps,
-                     double& loss_out) {
+                     bool split_batch, double& loss_out) {
   auto t0 = Clock::now();
   int64_t k = 0;
   double loss = 0;
+  auto loss_fn = [](const Mlp& m, const fx::Tensor& x, const fx::Tensor& y) {
+    return fx::logitcrossentropy(m(x), y);
+  };
   for (auto [x, y] : loader) {
     if (steps && k == steps) break;
-    auto [l, grad] = fx::withgradient(
-        [&](const auto& m) { return fx::logitcrossentropy(m(x), y); }, model);
+    auto [l, grad] =
+        split_batch ? fx::train::data_parallel_withgradient(loss_fn, model, x, y)
+                    : fx::withgradient([&](const Mlp& m) { return loss_fn(m, x, y); }, model);
     fx::optim::update(opt, model, grad);
     loss = l.item();
     ++k;
@@ -158,16 +188,68 @@ double torch_accuracy(TorchMlp& model, const torch::Tensor& x, const torch::Tens
 }
 #endif
 
+// What one thread count trains: its own copy of each model, from the same initial weights, and
+// the epoch times it measured.
+struct Run {
+  int threads;
+  Mlp model;
+  decltype(fx::optim::setup(fx::optim::Adam(1e-3), std::declval<Mlp&>())) opt;
+  fx::data::DataLoader loader;
+  std::vector<double> fluxion_s, torch_s;
+#ifdef FLUXION_BENCH_TORCH
+  TorchMlp tmodel;
+  torch::optim::Adam topt;
+#endif
+
+  Run(int threads, const fx::data::Dataset& train, uint64_t seed)
+      : threads(threads),
+        model(make_model(seed)),
+        opt(fx::optim::setup(fx::optim::Adam(1e-3), model)),
+        loader(train.images, train.labels, {.batch = 128, .shuffle = true, .seed = seed})
+#ifdef FLUXION_BENCH_TORCH
+        ,
+        tmodel(),
+        topt(tmodel->parameters(), torch::optim::AdamOptions(1e-3))
+#endif
+  {
+#ifdef FLUXION_BENCH_TORCH
+    copy_weights(tmodel, model);
+#endif
+  }
+
+  static Mlp make_model(uint64_t seed) {
+    fx::Generator gen(seed);
+    return Mlp(fx::nn::Dense(784, 256, fx::relu, gen), fx::nn::Dense(256, 128, fx::relu, gen),
+               fx::nn::Dense(128, 10, fx::identity, gen));
+  }
+};
+
+// OpenMP's team, OpenBLAS's (its OpenMP build follows omp_set_num_threads, a pthread build does
+// not) and libtorch's intra-op pool.
+void set_threads(int threads) {
+  omp_set_num_threads(threads);
+  if (openblas_set_num_threads) openblas_set_num_threads(threads);
+#ifdef FLUXION_BENCH_TORCH
+  torch::set_num_threads(threads);
+#endif
+}
+
+// Median over repetitions of base[e] / other[e]: how many times faster `other` ran.
+double median_speedup(const std::vector<double>& base, const std::vector<double>& other) {
+  std::vector<double> r;
+  for (size_t e = 0; e < base.size(); ++e) r.push_back(base[e] / other[e]);
+  return median(r);
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
   const Args args = parse(argc, argv);
-  omp_set_num_threads(args.threads);
-  if (openblas_set_num_threads) openblas_set_num_threads(args.threads);
+  const int most = *std::max_element(args.threads.begin(), args.threads.end());
   const char* env = std::getenv("OPENBLAS_NUM_THREADS");
-  if (!env || std::atoi(env) != args.threads)
+  if (!env || std::atoi(env) != most)
     std::fprintf(stderr, "train_mlp: note: OPENBLAS_NUM_THREADS=%s; set it to %d for a fair run\n",
-                 env ? env : "(unset)", args.threads);
+                 env ? env : "(unset)", most);
 
   fx::data::Dataset train, test;
   try {
@@ -178,54 +260,68 @@ int main(int argc, char** argv) {
     return 1;
   }
 
-  fx::Generator gen(args.seed);
-  Mlp model(fx::nn::Dense(784, 256, fx::relu, gen), fx::nn::Dense(256, 128, fx::relu, gen),
-            fx::nn::Dense(128, 10, fx::identity, gen));
-  auto opt = fx::optim::setup(fx::optim::Adam(1e-3), model);
-  fx::data::DataLoader loader(train.images, train.labels,
-                              {.batch = 128, .shuffle = true, .seed = args.seed});
-
 #ifdef FLUXION_BENCH_TORCH
-  torch::set_num_threads(args.threads);
   torch::manual_seed(args.seed);
-  TorchMlp tmodel;
-  copy_weights(tmodel, model);
-  torch::optim::Adam topt(tmodel->parameters(), torch::optim::AdamOptions(1e-3));
   torch::Tensor tx = to_torch(train.images), ty = to_torch(train.labels);
   torch::Tensor tex = to_torch(test.images), tey = to_torch(test.labels);
 #endif
+  std::vector<std::unique_ptr<Run>> runs;
+  for (int t : args.threads) runs.push_back(std::make_unique<Run>(t, train, args.seed));
 
   // With --steps, a repetition is K steps and its time is scaled up to a whole epoch.
-  const int64_t epoch_steps = loader.size();
+  const int64_t epoch_steps = runs[0]->loader.size();
   const int64_t timed = args.steps ? std::min(args.steps, epoch_steps) : epoch_steps;
   const double scale = double(epoch_steps) / double(timed);
-  std::printf("# MLP 784-256-128-10 relu, Adam(1e-3), batch 128, shuffled; threads=%d\n",
-              args.threads);
+  std::string counts;
+  for (int t : args.threads) counts += (counts.empty() ? "" : ",") + std::to_string(t);
+  std::printf("# MLP 784-256-128-10 relu, Adam(1e-3), batch 128, shuffled; threads=%s; fluxion "
+              "threads split %s\n", counts.c_str(), args.split_batch ? "the batch" : "each op");
   std::printf("# %d repetitions of %lld steps%s; median reported\n", args.epochs,
               (long long)timed, timed < epoch_steps ? ", scaled to a 469-step epoch" : " (a full epoch)");
-  std::vector<double> ft, tt;
   for (int e = 0; e < args.epochs; ++e) {
-    double fl = 0;
-    ft.push_back(scale * fluxion_epoch(model, opt, loader, args.steps, fl));
-    std::printf("# rep %d: fluxion %.3f s (loss %.4f)", e + 1, ft.back(), fl);
+    std::printf("# rep %d:", e + 1);
+    for (auto& run : runs) {
+      set_threads(run->threads);
+      double fl = 0;
+      run->fluxion_s.push_back(scale * fluxion_epoch(run->model, run->opt, run->loader, args.steps,
+                                                   args.split_batch, fl));
+      std::printf("  t%d fluxion %.3f s (loss %.4f)", run->threads, run->fluxion_s.back(), fl);
 #ifdef FLUXION_BENCH_TORCH
-    double tl = 0;
-    tt.push_back(scale * torch_epoch(tmodel, topt, tx, ty, 128, args.steps, tl));
-    std::printf("  libtorch %.3f s (loss %.4f)", tt.back(), tl);
+      double tl = 0;
+      run->torch_s.push_back(scale * torch_epoch(run->tmodel, run->topt, tx, ty, 128, args.steps, tl));
+      std::printf("  libtorch %.3f s (loss %.4f)", run->torch_s.back(), tl);
 #endif
+    }
     std::printf("\n");
     std::fflush(stdout);
   }
-  const double f = median(ft);
-  std::printf("fluxion_epoch_s=%.4f\n", f);
-  std::printf("fluxion_test_accuracy=%.4f\n",
-              fx::train::accuracy(model, test.images, test.labels));
+  // One thread count prints plain names; several prefix theirs with tT_.
+  for (auto& run : runs) {
+    const std::string pre = runs.size() > 1 ? "t" + std::to_string(run->threads) + "_" : "";
+    set_threads(run->threads);
+    const double f = median(run->fluxion_s);
+    std::printf("%sfluxion_epoch_s=%.4f\n", pre.c_str(), f);
+    std::printf("%sfluxion_test_accuracy=%.4f\n", pre.c_str(),
+                fx::train::accuracy(run->model, test.images, test.labels));
 #ifdef FLUXION_BENCH_TORCH
-  const double t = median(tt);
-  std::printf("libtorch_epoch_s=%.4f\n", t);
-  std::printf("libtorch_test_accuracy=%.4f\n", torch_accuracy(tmodel, tex, tey));
-  std::printf("# ratio = fluxion / libtorch epoch time: below 1 means fluxion is faster\n");
-  std::printf("ratio=%.3f\n", f / t);
+    const double t = median(run->torch_s);
+    std::printf("%slibtorch_epoch_s=%.4f\n", pre.c_str(), t);
+    std::printf("%slibtorch_test_accuracy=%.4f\n", pre.c_str(), torch_accuracy(run->tmodel, tex, tey));
+    std::printf("# ratio = fluxion / libtorch epoch time: below 1 means fluxion is faster\n");
+    std::printf("%sratio=%.3f\n", pre.c_str(), f / t);
 #endif
+  }
+  if (runs.size() > 1)
+    std::printf("# speedup = median over repetitions of (epoch time at t%d) / (epoch time at tT)\n",
+                runs[0]->threads);
+  for (size_t i = 1; i < runs.size(); ++i) {
+    const std::string name = "_speedup_t" + std::to_string(runs[i]->threads) + "_vs_t" +
+                             std::to_string(runs[0]->threads);
+    std::printf("fluxion%s=%.3f\n", name.c_str(),
+                median_speedup(runs[0]->fluxion_s, runs[i]->fluxion_s));
+#ifdef FLUXION_BENCH_TORCH
+    std::printf("libtorch%s=%.3f\n", name.c_str(), median_speedup(runs[0]->torch_s, runs[i]->torch_s));
+#endif
+  }
   return 0;
 }

@@ -1,6 +1,8 @@
 // Rows for matmul (2-d, vectors, batched with broadcasting, empty inner dimension) and dot.
 #include <gtest/gtest.h>
 
+#include <cmath>
+
 #include "op_rows.hpp"
 
 namespace fx::rows {
@@ -59,6 +61,30 @@ TEST(Linalg, MatmulValuesAndShapes) {
   EXPECT_EQ(fx::matmul(fx::zeros({3, 1, 4, 5}), fx::zeros({2, 5, 6})).shape(),
             (fx::Shape{3, 2, 4, 6}));
   EXPECT_EQ(fx::dot(v, v).item(), 3.0);
+}
+
+// f32 products go to oneDNN up to about 400^3 multiply-adds and to OpenBLAS above: both sides of
+// that line, with each operand plain or transposed, against the f64 product (OpenBLAS dgemm).
+TEST(Linalg, F32ProductsOnBothGemmLibrariesMatchF64) {
+  fx::Generator gen(11);
+  struct Case { int64_t m, n, k; };
+  for (Case c : {Case{256, 128, 784}, Case{512, 300, 512}}) {  // 25.7M and 78.6M
+    for (bool ta : {false, true})
+      for (bool tb : {false, true}) {
+        SCOPED_TRACE(::testing::Message() << c.m << "x" << c.k << " @ " << c.k << "x" << c.n
+                                          << " ta=" << ta << " tb=" << tb);
+        fx::Tensor a = ta ? fx::transpose(fx::randn({c.k, c.m}, gen)) : fx::randn({c.m, c.k}, gen);
+        fx::Tensor b = tb ? fx::transpose(fx::randn({c.n, c.k}, gen)) : fx::randn({c.k, c.n}, gen);
+        fx::Tensor y = fx::matmul(a, b);
+        fx::Tensor want = fx::matmul(a.astype(fx::f64), b.astype(fx::f64));
+        ASSERT_EQ(y.shape(), (fx::Shape{c.m, c.n}));
+        // Entries are sums of k products of unit normals (size about sqrt(k)); f32 rounding of
+        // such a sum stays far below 1e-3 * sqrt(k).
+        const double tol = 1e-3 * std::sqrt(double(c.k));
+        EXPECT_LT(fx::max(fx::abs(y.astype(fx::f64) - want)).item(), tol);
+        EXPECT_GT(fx::max(fx::abs(want)).item(), 1.0);  // not a product of zeros
+      }
+  }
 }
 
 }  // namespace
