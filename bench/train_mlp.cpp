@@ -224,8 +224,8 @@ struct Run {
   }
 };
 
-// OpenMP's team, OpenBLAS's (its OpenMP build follows omp_set_num_threads, a pthread build does
-// not) and libtorch's intra-op pool.
+// The thread count of OpenMP's team (fluxion's kernels, oneDNN), of OpenBLAS and of libtorch's
+// intra-op pool.
 void set_threads(int threads) {
   omp_set_num_threads(threads);
   if (openblas_set_num_threads) openblas_set_num_threads(threads);
