@@ -15,8 +15,9 @@
 // between one thread count's epochs and the next does not enter it. --steps K times only the
 // first K steps of each epoch (for quick runs), scales that to a whole epoch, and the output says
 // so. Each side reads the loss every step (as a progress bar would), so both synchronise the same
-// way. fluxion's threads split each step's batch (--parallel batch, the default) or each large
-// op (--parallel ops); libtorch's split each op, its only mode. Without libtorch (CMake found no
+// way. fluxion's threads split each step's batch by their speeds (--parallel balanced, the
+// default) or evenly (even), or split each large op (ops); libtorch's split each op, its only
+// mode. Without libtorch (CMake found no
 // Torch) only the fluxion lines are printed.
 #include <omp.h>
 
@@ -56,7 +57,7 @@ struct Args {
   std::vector<int> threads{1};
   int epochs = 3;
   int64_t steps = 0;  // 0: whole epochs
-  bool split_batch = true;  // --parallel batch (the default) or ops: see fluxion_epoch
+  std::string parallel = "balanced";  // --parallel balanced|even|ops: see fluxion_epoch
   uint64_t seed = 1;
   std::string data = fx::data::kFashionMnistDir;
 };
@@ -80,11 +81,11 @@ Args parse(int argc, char** argv) {
     else if (k == "--epochs") a.epochs = std::atoi(v.c_str());
     else if (k == "--steps") a.steps = std::atoll(v.c_str());
     else if (k == "--seed") a.seed = std::strtoull(v.c_str(), nullptr, 10);
-    else if (k == "--parallel" && (v == "batch" || v == "ops")) a.split_batch = v == "batch";
+    else if (k == "--parallel" && (v == "balanced" || v == "even" || v == "ops")) a.parallel = v;
     else if (k == "--data") a.data = v;
     else {
       std::cerr << "usage: train_mlp [--threads T[,T...]] [--epochs N>=3] [--steps K] [--seed S] "
-                   "[--parallel batch|ops] [--data DIR]\n";
+                   "[--parallel balanced|even|ops] [--data DIR]\n";
       std::exit(2);
     }
   }
@@ -105,12 +106,14 @@ double median(std::vector<double> v) {
 using Mlp = fx::nn::Chain<fx::nn::Dense, fx::nn::Dense, fx::nn::Dense>;
 
 // One (possibly truncated) epoch of fluxion training; returns seconds. With several threads,
-// split_batch splits each step's batch across them (fx::train::data_parallel_withgradient): one
-// join per step. Otherwise the large ops split their own work (intra-op threading, as libtorch
-// does): a join per op. With one thread both are plain withgradient.
+// "balanced" and "even" split each step's batch across them, one join per step: by the speed
+// each thread has shown (fx::train::DataParallel, which `dp` carries from step to step and epoch
+// to epoch) or in equal shares (fx::train::data_parallel_withgradient). "ops" lets the large ops
+// split their own work instead (intra-op threading, as libtorch does): a join per op. With one
+// thread all three are plain withgradient.
 template <class Opt>
 double fluxion_epoch(Mlp& model, Opt& opt, fx::data::DataLoader& loader, int64_t steps,
-                     bool split_batch, double& loss_out) {
+                     const std::string& parallel, fx::train::DataParallel& dp, double& loss_out) {
   auto t0 = Clock::now();
   int64_t k = 0;
   double loss = 0;
@@ -120,8 +123,9 @@ double fluxion_epoch(Mlp& model, Opt& opt, fx::data::DataLoader& loader, int64_t
   for (auto [x, y] : loader) {
     if (steps && k == steps) break;
     auto [l, grad] =
-        split_batch ? fx::train::data_parallel_withgradient(loss_fn, model, x, y)
-                    : fx::withgradient([&](const Mlp& m) { return loss_fn(m, x, y); }, model);
+        parallel == "balanced" ? dp.withgradient(loss_fn, model, x, y)
+        : parallel == "even"   ? fx::train::data_parallel_withgradient(loss_fn, model, x, y)
+                               : fx::withgradient([&](const Mlp& m) { return loss_fn(m, x, y); }, model);
     fx::optim::update(opt, model, grad);
     loss = l.item();
     ++k;
@@ -195,6 +199,7 @@ struct Run {
   Mlp model;
   decltype(fx::optim::setup(fx::optim::Adam(1e-3), std::declval<Mlp&>())) opt;
   fx::data::DataLoader loader;
+  fx::train::DataParallel dp;
   std::vector<double> fluxion_s, torch_s;
 #ifdef FLUXION_BENCH_TORCH
   TorchMlp tmodel;
@@ -273,9 +278,12 @@ int main(int argc, char** argv) {
   const int64_t timed = args.steps ? std::min(args.steps, epoch_steps) : epoch_steps;
   const double scale = double(epoch_steps) / double(timed);
   std::string counts;
-  for (int t : args.threads) counts += (counts.empty() ? "" : ",") + std::to_string(t);
+  for (int t : args.threads) {
+    if (!counts.empty()) counts += ',';
+    counts += std::to_string(t);
+  }
   std::printf("# MLP 784-256-128-10 relu, Adam(1e-3), batch 128, shuffled; threads=%s; fluxion "
-              "threads split %s\n", counts.c_str(), args.split_batch ? "the batch" : "each op");
+              "--parallel %s\n", counts.c_str(), args.parallel.c_str());
   std::printf("# %d repetitions of %lld steps%s; median reported\n", args.epochs,
               (long long)timed, timed < epoch_steps ? ", scaled to a 469-step epoch" : " (a full epoch)");
   for (int e = 0; e < args.epochs; ++e) {
@@ -284,7 +292,7 @@ int main(int argc, char** argv) {
       set_threads(run->threads);
       double fl = 0;
       run->fluxion_s.push_back(scale * fluxion_epoch(run->model, run->opt, run->loader, args.steps,
-                                                   args.split_batch, fl));
+                                                   args.parallel, run->dp, fl));
       std::printf("  t%d fluxion %.3f s (loss %.4f)", run->threads, run->fluxion_s.back(), fl);
 #ifdef FLUXION_BENCH_TORCH
       double tl = 0;
@@ -297,7 +305,8 @@ int main(int argc, char** argv) {
   }
   // One thread count prints plain names; several prefix theirs with tT_.
   for (auto& run : runs) {
-    const std::string pre = runs.size() > 1 ? "t" + std::to_string(run->threads) + "_" : "";
+    std::string pre;
+    if (runs.size() > 1) pre.append("t").append(std::to_string(run->threads)).append("_");
     set_threads(run->threads);
     const double f = median(run->fluxion_s);
     std::printf("%sfluxion_epoch_s=%.4f\n", pre.c_str(), f);

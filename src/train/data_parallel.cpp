@@ -1,11 +1,13 @@
-// The threaded half of fx::train::data_parallel_withgradient: one share per OpenMP thread, then
-// the size-weighted sum of the shares' gradients, split across the same threads.
+// The threaded half of fx::train::data_parallel_withgradient and fx::train::DataParallel: one
+// share per OpenMP thread, then the size-weighted sum of the shares' gradients, split across the
+// same threads; and DataParallel's split by the threads' measured speeds.
 #include "fluxion/train/data_parallel.hpp"
 
 #include "fluxion/ops/elementwise.hpp"
 
 #include <omp.h>
 
+#include <cmath>
 #include <type_traits>
 
 namespace fx::train::detail {
@@ -15,10 +17,16 @@ int data_parallel_shares(int64_t n) {
   return int(std::min<int64_t>(omp_get_max_threads(), n));
 }
 
-void check_batch_rows(int64_t n, const Tensor& t) {
-  FX_CHECK(t.defined() && t.ndim() >= 1 && t.shape()[0] == n,
-           "fx::train::data_parallel_withgradient: every batch argument needs ", n,
-           " rows (the first argument's), got ", t.defined() ? t.shape().to_string() : "undefined");
+void check_batch_rows(const char* op, int64_t n, const Tensor& t) {
+  FX_CHECK(t.defined() && t.ndim() >= 1 && t.shape()[0] == n, op,
+           ": every batch argument needs ", n, " rows (the first argument's), got ",
+           t.defined() ? t.shape().to_string() : "undefined");
+}
+
+std::vector<int64_t> even_bounds(int64_t n, int shares) {
+  std::vector<int64_t> b(size_t(shares) + 1);
+  for (int s = 0; s <= shares; ++s) b[size_t(s)] = n * s / shares;
+  return b;
 }
 
 namespace {
@@ -119,3 +127,45 @@ void run_shares(int shares, const std::function<void(int)>& body,
 }
 
 }  // namespace fx::train::detail
+
+namespace fx::train {
+
+std::vector<int64_t> DataParallel::bounds(int64_t n, int shares) const {
+  const size_t ns = size_t(shares);
+  bool timed = seconds_per_row_.size() >= ns;
+  for (size_t s = 0; timed && s < ns; ++s) timed = seconds_per_row_[s] > 0;
+  constexpr int64_t kQuantum = 8;
+  if (!timed || n < 2 * kQuantum * shares) return detail::even_bounds(n, shares);
+  // Rows in proportion to speed (1 / seconds per row), at least one per share.
+  std::vector<double> speed(ns);
+  double total = 0;
+  for (size_t s = 0; s < ns; ++s) total += speed[s] = 1.0 / seconds_per_row_[s];
+  std::vector<int64_t> b(ns + 1, 0);
+  double cumulative = 0;
+  for (size_t s = 0; s + 1 < ns; ++s) {
+    cumulative += speed[s] / total;
+    // Bounds on multiples of kQuantum rows: few distinct share shapes, so the allocator's
+    // cached blocks and the GEMM kernels' blockings keep fitting from step to step.
+    const int64_t at = kQuantum * int64_t(std::llround(cumulative * double(n) / kQuantum));
+    // Room for one row in this share and in each share after it.
+    b[s + 1] = std::clamp<int64_t>(at, b[s] + 1, n - int64_t(ns - s - 1));
+  }
+  b[ns] = n;
+  return b;
+}
+
+void DataParallel::observe(const std::vector<int64_t>& bounds, const std::vector<double>& seconds) {
+  const size_t ns = seconds.size();
+  if (bounds.size() != ns + 1) return;
+  if (seconds_per_row_.size() < ns) seconds_per_row_.resize(ns, 0.0);
+  constexpr double kKeep = 0.75;  // weight of the history: about 4 steps
+  for (size_t s = 0; s < ns; ++s) {
+    const int64_t rows = bounds[s + 1] - bounds[s];
+    if (rows <= 0 || !(seconds[s] > 0)) continue;
+    const double now = seconds[s] / double(rows);
+    double& avg = seconds_per_row_[s];
+    avg = avg > 0 ? kKeep * avg + (1 - kKeep) * now : now;
+  }
+}
+
+}  // namespace fx::train

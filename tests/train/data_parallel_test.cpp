@@ -126,4 +126,70 @@ TEST(DataParallel, BadBatchesAndFailingSharesThrow) {
                fx::Error);
 }
 
+TEST(DataParallel, BalancedSharesCombineToTheWholeBatchGradient) {
+  Net net = make_net();
+  fx::Generator gen(8);
+  fx::train::DataParallel dp;
+  // Thread 1 four times slower per row than thread 0: the next split gives thread 0 about 4/5.
+  dp.observe({0, 5, 10}, {0.001, 0.004});
+  EXPECT_EQ(dp.bounds(37, 2), (std::vector<int64_t>{0, 32, 37}));  // 29.6 on the 8-row grid
+  for (int step = 0; step < 3; ++step) {
+    Tensor x = fx::randn({37, 6}, gen, fx::f64), y = labels(37, gen);
+    auto [l, g] = fx::withgradient([&](const Net& m) { return loss_fn(m, x, y); }, net);
+    auto [lp, gp] = with_threads(2, [&] { return dp.withgradient(loss_fn, net, x, y); });
+    EXPECT_NEAR(lp.item(), l.item(), 1e-13);
+    expect_same_gradient(gp, g);
+  }
+}
+
+TEST(DataParallel, SharesFollowEachThreadsSpeed) {
+  fx::train::DataParallel dp;
+  // Untimed: even.
+  EXPECT_EQ(dp.bounds(10, 2), (std::vector<int64_t>{0, 5, 10}));
+  EXPECT_EQ(dp.bounds(10, 3), (std::vector<int64_t>{0, 3, 6, 10}));
+  // Thread 1 took twice as long per row: rows go 2:1, on a grid of 8 rows.
+  dp.observe({0, 60, 120}, {0.060, 0.120});
+  EXPECT_EQ(dp.bounds(120, 2), (std::vector<int64_t>{0, 80, 120}));
+  EXPECT_EQ(dp.bounds(100, 2), (std::vector<int64_t>{0, 64, 100}));  // 66.7 -> 64
+  // Batches too small for the grid stay even.
+  EXPECT_EQ(dp.bounds(30, 2), (std::vector<int64_t>{0, 15, 30}));
+  // A third thread not yet timed: even split again, until it has been.
+  EXPECT_EQ(dp.bounds(120, 3), (std::vector<int64_t>{0, 40, 80, 120}));
+  // The speeds are a moving average: thread 1 now as fast as thread 0, and the split moves back
+  // to even over a few steps, not at once.
+  std::vector<int64_t> at;
+  for (int step = 0; step < 16; ++step) {
+    const std::vector<int64_t> b = dp.bounds(120, 2);
+    at.push_back(b[1]);
+    dp.observe(b, {0.001 * double(b[1]), 0.001 * double(120 - b[1])});
+  }
+  EXPECT_EQ(at[0], 80);
+  EXPECT_GT(at[1], 64);
+  for (size_t i = 1; i < at.size(); ++i) EXPECT_LE(at[i], at[i - 1]) << i;
+  EXPECT_EQ(at.back(), 64);
+  // However slow a thread is, its share keeps a row.
+  fx::train::DataParallel lopsided;
+  lopsided.observe({0, 1, 2, 3}, {1e-6, 1.0, 1.0});
+  const std::vector<int64_t> b = lopsided.bounds(96, 3);
+  ASSERT_EQ(b.size(), 4u);
+  for (size_t s = 0; s < 3; ++s) EXPECT_GE(b[s + 1] - b[s], 1) << s;
+  EXPECT_GT(b[1], 90);
+  EXPECT_EQ(b.back(), 96);
+}
+
+TEST(DataParallel, BalancedBadBatchesThrowNamingTheMethod) {
+  Net net = make_net();
+  fx::Generator gen(9);
+  fx::train::DataParallel dp;
+  Tensor x = fx::randn({8, 6}, gen, fx::f64), y = labels(7, gen);
+  try {
+    (void)dp.withgradient(loss_fn, net, x, y);
+    FAIL() << "rows 8 and 7 were accepted";
+  } catch (const fx::Error& e) {
+    EXPECT_NE(std::string(e.what()).find("DataParallel::withgradient"), std::string::npos)
+        << e.what();
+    EXPECT_NE(std::string(e.what()).find("needs 8 rows"), std::string::npos) << e.what();
+  }
+}
+
 }  // namespace
