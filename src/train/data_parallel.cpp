@@ -156,7 +156,8 @@ std::vector<int64_t> DataParallel::bounds(int64_t n, int shares) const {
 
 void DataParallel::observe(const std::vector<int64_t>& bounds, const std::vector<double>& seconds) {
   const size_t ns = seconds.size();
-  if (bounds.size() != ns + 1) return;
+  FX_CHECK(bounds.size() == ns + 1, "fx::train::DataParallel::observe: ", bounds.size(),
+           " bounds for ", ns, " shares' timings (want one bound more than timings)");
   if (seconds_per_row_.size() < ns) seconds_per_row_.resize(ns, 0.0);
   constexpr double kKeep = 0.75;  // weight of the history: about 4 steps
   for (size_t s = 0; s < ns; ++s) {

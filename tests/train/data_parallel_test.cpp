@@ -175,6 +175,8 @@ TEST(DataParallel, SharesFollowEachThreadsSpeed) {
   for (size_t s = 0; s < 3; ++s) EXPECT_GE(b[s + 1] - b[s], 1) << s;
   EXPECT_GT(b[1], 90);
   EXPECT_EQ(b.back(), 96);
+  // Timings that do not match the bounds are a mistake, not something to skip quietly.
+  EXPECT_THROW(lopsided.observe({0, 48, 96}, {0.1, 0.1, 0.1}), fx::Error);
 }
 
 TEST(DataParallel, BalancedBadBatchesThrowNamingTheMethod) {

@@ -65,9 +65,6 @@ void run_shares(int shares, const std::function<void(int)>& body,
 void check_batch_rows(const char* op, int64_t n, const Tensor& t);
 // n rows in `shares` equal shares (sizes differ by at most one): shares + 1 bounds.
 std::vector<int64_t> even_bounds(int64_t n, int shares);
-}  // namespace detail
-
-namespace detail {
 
 // Rows of the batch, after checking that every argument has them along its first axis.
 template <class... Batch>
@@ -157,7 +154,8 @@ class DataParallel {
   std::vector<int64_t> bounds(int64_t n, int shares) const;
   // Folds one step's timings into each thread's running seconds per row (share s ran on thread
   // s): a moving average over about the last 4 steps, so the split follows a core that slows
-  // down or recovers within a few steps without chasing every noisy one.
+  // down or recovers within a few steps without chasing every noisy one. bounds must have one
+  // entry more than seconds (an fx::Error otherwise).
   void observe(const std::vector<int64_t>& bounds, const std::vector<double>& seconds);
 
  private:
