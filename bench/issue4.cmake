@@ -1,6 +1,6 @@
-# Issue 4 benchmarks: LSTM overhead, matmul vs OpenBLAS, ADBench GMM, LSTM and BA.
+# Issue 4 benchmarks: LSTM overhead, matmul vs OpenBLAS, ADBench GMM, LSTM, BA and hand tracking.
 # Included from bench/CMakeLists.txt. Each prints fluxion beside its peers as name=value lines.
-foreach(b lstm_overhead matmul adbench_gmm adbench_lstm adbench_ba)
+foreach(b lstm_overhead matmul adbench_gmm adbench_lstm adbench_ba adbench_hand)
   if(EXISTS ${CMAKE_CURRENT_LIST_DIR}/${b}.cpp)
     add_executable(${b} ${CMAKE_CURRENT_LIST_DIR}/${b}.cpp)
     target_link_libraries(${b} PRIVATE fluxion)
@@ -15,9 +15,14 @@ if(TARGET matmul)
   target_include_directories(matmul PRIVATE ${CBLAS_INCLUDE_DIR} ${DNNL_INCLUDE_DIR})
   target_link_libraries(matmul PRIVATE ${BLAS_LIBRARIES} ${DNNL_LIBRARY})
 endif()
-# The BA benchmark checks its four Jacobians against each other and finite differences before
-# timing; run that check (no timing) with the tests.
+# The BA and hand benchmarks check their four Jacobians against each other and finite
+# differences before timing; run that check (and one untimed call each) with the tests.
 if(TARGET adbench_ba AND FLUXION_TESTS)
   add_test(NAME adbench_ba_agreement
            COMMAND adbench_ba --sets ba1 --min-time 0 --samples 1 --budget 0)
+endif()
+if(TARGET adbench_hand AND FLUXION_TESTS)
+  add_test(NAME adbench_hand_agreement
+           COMMAND adbench_hand --sets simple/hand1,complicated/hand1 --min-time 0 --samples 1
+                   --budget 0)
 endif()

@@ -8,7 +8,7 @@
 #   bench/run_all.sh --full       # also the large ADBench GMM sizes (10k points, d = 32)
 #
 # Names in results.txt are stable: overhead_*, mlp_t1_*, mlp_t2_*, mlp_scaling_*, scalar_ad_*, and the names
-# printed by lstm_overhead, matmul, adbench_gmm, adbench_lstm and adbench_ba (already prefixed), plus
+# printed by lstm_overhead, matmul, adbench_gmm, adbench_lstm, adbench_ba and adbench_hand (already prefixed), plus
 # <bench>_wall_s and <bench>_peak_rss_kb for every run. The acceptance ratios of issue 4 are
 # collected under acceptance_* at the end.
 set -euo pipefail
@@ -31,6 +31,7 @@ GEN=""
 cmake -S . -B "$BUILD" $GEN -DCMAKE_BUILD_TYPE=Release >/dev/null
 TARGETS=(overhead train_mlp lstm_overhead matmul adbench_gmm adbench_lstm elementwise_math)
 [ -f bench/adbench_ba.cpp ] && TARGETS+=(adbench_ba)
+[ -f bench/adbench_hand.cpp ] && TARGETS+=(adbench_hand)
 [ -f bench/scalar_ad.cpp ] && TARGETS+=(scalar_ad)
 cmake --build "$BUILD" -j"$(nproc)" --target "${TARGETS[@]}"
 mkdir -p "$OUT" docs
@@ -41,13 +42,14 @@ RESULTS=$OUT/results.txt
 case $MODE in
   quick) LSTM_OPTS=(--reps 5 --inner 5); MM_OPTS=(--reps 5 --sizes 64,256,1024)
          AD_TIME=(--min-time 0.05 --samples 2 --budget 0.5); GMM_SIZES=(--sets 1k --max-d 10 --max-k 50)
-         BA_SIZES=(--sets ba1,ba2); MLP_OPTS=(--epochs 3 --steps 100) ;;
+         BA_SIZES=(--sets ba1,ba2); MLP_OPTS=(--epochs 3 --steps 100)
+         HAND_SETS=(--sets simple/hand1,complicated/hand1) ;;
   full)  LSTM_OPTS=(--reps 15 --inner 20); MM_OPTS=(--reps 7)
          AD_TIME=(--min-time 0.5 --samples 10 --budget 5); GMM_SIZES=(--sets 1k,10k)
-         BA_SIZES=(--sets ba1,ba3,ba5,ba8,ba10); MLP_OPTS=(--epochs 5) ;;
+         BA_SIZES=(--sets ba1,ba3,ba5,ba8,ba10); MLP_OPTS=(--epochs 5); HAND_SETS=() ;;
   *)     LSTM_OPTS=(--reps 15 --inner 20); MM_OPTS=(--reps 7)
          AD_TIME=(--min-time 0.1 --samples 5 --budget 1); GMM_SIZES=(--sets 1k,10k --max-d 20)
-         BA_SIZES=(); MLP_OPTS=(--epochs 5) ;;
+         BA_SIZES=(); MLP_OPTS=(--epochs 5); HAND_SETS=() ;;
 esac
 
 # run NAME PREFIX CMD...: runs CMD, keeps its output in $OUT/NAME.log, appends its name=value
@@ -87,6 +89,9 @@ run adbench_lstm "" "$B/adbench_lstm" "${AD_TIME[@]}"
 run adbench_gmm "" "$B/adbench_gmm" "${GMM_SIZES[@]}" "${AD_TIME[@]}"
 if [ -x "$B/adbench_ba" ]; then
   run adbench_ba "" "$B/adbench_ba" ${BA_SIZES[@]+"${BA_SIZES[@]}"} "${AD_TIME[@]}"
+fi
+if [ -x "$B/adbench_hand" ]; then
+  run adbench_hand "" "$B/adbench_hand" ${HAND_SETS[@]+"${HAND_SETS[@]}"} "${AD_TIME[@]}"
 fi
 
 # Derived acceptance figures (issue 4), under stable names.
@@ -282,6 +287,32 @@ def ba_table():
           f" | {g(t + '_ratio_vs_manual', '{:.2f}')} | {g(t + '_ratio_fluxion_torch', '{:.3f}')} | {g(t + '_max_rel_error', '{:.1e}')} |")
     w("")
 ba_table()
+
+def hand_table():
+    sets = sorted({m.group(1) for k in r if (m := re.fullmatch(r"hand_(simple_hand\d+|complicated_hand\d+)_ratio_vs_manual", k))},
+                  key=lambda s: [int(x) if x.isdigit() else x for x in re.split(r"(\d+)", s)])
+    if not sets: return
+    w("## ADBench hand tracking (dense Jacobian)\n")
+    w("Seconds per call (ADBench method; one thread). Objective: the 3N residuals between the "
+      "observed points and the posed, skinned hand mesh (22 bones, 544 vertices); Jacobian: "
+      "3N × 26 (simple: each point is a vertex) or ADBench's compact 3N × 28 (complicated: each "
+      "point lies on a triangle at barycentric coordinates that are parameters too). fluxion "
+      "tensor: batched fx::Tensor program, one jvp per column; fluxion scalar: generic model code "
+      "on fx::Dual<double, 26 or 28>, one pass; libtorch: the batched program, its forward-mode "
+      "AD, one pass per column; manual: hand-written chain rule. `best/manual`: the faster "
+      "fluxion Jacobian ÷ manual (no acceptance target: the issue asks for hand tracking if time "
+      "allows).\n")
+    w("| set | N | tensor obj | tensor jac | scalar obj | scalar jac | libtorch obj | libtorch jac | manual obj | manual jac | best/manual | best/libtorch | rel err |")
+    w("|---|---|---|---|---|---|---|---|---|---|---|---|---|")
+    for s in sets:
+        t = f"hand_{s}"
+        w(f"| {s.replace('_', '/', 1)} | {g(t + '_points', '{:.0f}')} | " + " | ".join(g(f"{t}_{x}", "{:.3e}") for x in (
+            "fluxion_tensor_objective_s", "fluxion_tensor_jacobian_s", "fluxion_scalar_objective_s",
+            "fluxion_scalar_jacobian_s", "torch_objective_s", "torch_jacobian_s",
+            "manual_objective_s", "manual_jacobian_s")) +
+          f" | {g(t + '_ratio_vs_manual', '{:.2f}')} | {g(t + '_ratio_fluxion_torch', '{:.3f}')} | {g(t + '_max_rel_error', '{:.1e}')} |")
+    w("")
+hand_table()
 
 sc = [l for l in open(res) if l.startswith("scalar_ad_")]
 if sc:

@@ -1,10 +1,11 @@
-// ADBench input files (GMM, BA): a whitespace tokenizer that knows its line, and strict number
-// parsing.
+// ADBench input files (GMM, BA, hand): a whitespace tokenizer that knows its line, a reader of
+// ':'-separated records (the hand model), and strict number parsing.
 #include "fluxion/data/adbench.hpp"
 
 #include <algorithm>
 #include <charconv>
 #include <cmath>
+#include <filesystem>
 #include <fstream>
 #include <sstream>
 #include <string_view>
@@ -13,6 +14,16 @@
 
 namespace fx::data {
 namespace {
+
+// Strict parses: the whole token, and (for reals) a finite value.
+bool parse(std::string_view t, double& v) {
+  auto [end, ec] = std::from_chars(t.data(), t.data() + t.size(), v);
+  return ec == std::errc() && end == t.data() + t.size() && std::isfinite(v);
+}
+bool parse(std::string_view t, long long& v) {
+  auto [end, ec] = std::from_chars(t.data(), t.data() + t.size(), v);
+  return ec == std::errc() && end == t.data() + t.size();
+}
 
 class Tokens {
  public:
@@ -34,8 +45,7 @@ class Tokens {
   double real(const std::string& what) {
     std::string_view t = next(what);
     double v = 0;
-    auto [end, ec] = std::from_chars(t.data(), t.data() + t.size(), v);
-    if (ec != std::errc() || end != t.data() + t.size() || !std::isfinite(v))
+    if (!parse(t, v))
       fail("line ", line_, ": expected ", what, " (a finite number), got '", t, "'");
     return v;
   }
@@ -43,8 +53,7 @@ class Tokens {
   long long integer(const std::string& what, long long lo, long long hi) {
     std::string_view t = next(what);
     long long v = 0;
-    auto [end, ec] = std::from_chars(t.data(), t.data() + t.size(), v);
-    if (ec != std::errc() || end != t.data() + t.size())
+    if (!parse(t, v))
       fail("line ", line_, ": expected ", what, " (an integer), got '", t, "'");
     if (v < lo || v > hi)
       fail("line ", line_, ": ", what, " is ", v, ", outside [", lo, ", ", hi, "]");
@@ -63,6 +72,14 @@ class Tokens {
   }
 
   size_t bytes() const { return text_.size(); }
+
+  // How many tokens are left, without consuming them.
+  size_t left() const {
+    size_t n = 0;
+    for (size_t i = pos_; i < text_.size(); ++i)
+      n += !is_space(text_[i]) && (i == pos_ || is_space(text_[i - 1]));
+    return n;
+  }
 
   template <class... Parts>
   [[noreturn]] void fail(const Parts&... parts) const {
@@ -103,6 +120,67 @@ std::string slurp(const std::string& path, const char* reader) {
   FX_CHECK(!in.bad(), reader, ": error reading '", path, "'");
   return buf.str();
 }
+
+// A line-based file of ':'-separated fields (the hand model): next() splits the next non-empty
+// line into trimmed fields; real() and integer() parse one of them as strictly as Tokens does.
+class Records {
+ public:
+  Records(std::string path, const char* reader)
+      : text_(slurp(path, reader)), path_(std::move(path)), reader_(reader) {}
+
+  bool next() {
+    fields_.clear();
+    while (fields_.empty() && pos_ < text_.size()) {
+      size_t end = std::min(text_.find('\n', pos_), text_.size());
+      std::string_view line = std::string_view(text_).substr(pos_, end - pos_);
+      pos_ = end + 1;
+      ++line_;
+      if (trim(line).empty()) continue;
+      for (size_t b = 0, e = 0; e != line.npos; b = e + 1) {
+        e = line.find(':', b);
+        fields_.push_back(trim(line.substr(b, e == line.npos ? e : e - b)));
+      }
+    }
+    return !fields_.empty();
+  }
+  size_t size() const { return fields_.size(); }
+  std::string_view field(size_t i) const { return fields_[i]; }
+  size_t line() const { return line_; }
+
+  double real(size_t i, const char* what) const {
+    double v = 0;
+    if (!parse(fields_[i], v)) bad(i, what, "a finite number");
+    return v;
+  }
+  long long integer(size_t i, const char* what, long long lo, long long hi) const {
+    long long v = 0;
+    if (!parse(fields_[i], v)) bad(i, what, "an integer");
+    if (v < lo || v > hi)
+      fail("line ", line_, ", field ", i + 1, ": ", what, " is ", v, ", outside [", lo, ", ", hi,
+           "]");
+    return v;
+  }
+
+  template <class... Parts>
+  [[noreturn]] void fail(const Parts&... parts) const {
+    detail::fail(reader_, ": ", path_, ": ", parts...);
+  }
+
+ private:
+  static std::string_view trim(std::string_view s) {
+    const char* space = " \t\r\v\f";
+    size_t b = s.find_first_not_of(space);
+    return b == s.npos ? std::string_view() : s.substr(b, s.find_last_not_of(space) - b + 1);
+  }
+  [[noreturn]] void bad(size_t i, const char* what, const char* kind) const {
+    fail("line ", line_, ", field ", i + 1, ": expected ", what, " (", kind, "), got '",
+         fields_[i], "'");
+  }
+  std::string text_, path_;
+  const char* reader_;
+  size_t pos_ = 0, line_ = 0;
+  std::vector<std::string_view> fields_;
+};
 
 }  // namespace
 
@@ -174,6 +252,81 @@ BaInput read_ba(const std::string& path) {
     b.obs[2 * i + 1] = int(i % m);
   }
   return b;
+}
+
+HandInput read_hand(const std::string& model_dir, const std::string& instance_path) {
+  const char* reader = "fx::data::read_hand";
+  const std::filesystem::path dir(model_dir);
+  HandInput h;
+
+  // bones.txt: name : parent : 16 base_relative values : 16 inverse_base_absolute values.
+  Records b((dir / "bones.txt").string(), reader);
+  while (b.next()) {
+    const long long i = h.bones();
+    if (b.size() != 34)
+      b.fail("line ", b.line(), ": expected 34 fields (name, parent, 16 + 16 matrix values), got ",
+             b.size());
+    h.bone_names.emplace_back(b.field(0));
+    h.parents.push_back(int(b.integer(1, "the parent (-1, or an earlier bone)", -1, i - 1)));
+    for (size_t j = 2; j < 18; ++j) h.base_relatives.push_back(b.real(j, "a base_relative value"));
+    for (size_t j = 18; j < 34; ++j)
+      h.inverse_base_absolutes.push_back(b.real(j, "an inverse_base_absolute value"));
+  }
+  if (h.bones() == 0) b.fail("no bones");
+  const size_t nb = size_t(h.bones());
+
+  // vertices.txt: x : y : z : 5 values (normal, uv) : n : n pairs bone : weight.
+  Records v((dir / "vertices.txt").string(), reader);
+  while (v.next()) {
+    if (v.size() < 9) v.fail("line ", v.line(), ": expected at least 9 fields, got ", v.size());
+    for (size_t j = 0; j < 8; ++j) {
+      const double x = v.real(j, "a coordinate, normal or uv value");
+      if (j < 3) h.base_positions.push_back(x);
+    }
+    const long long n = v.integer(8, "the number of bone weights", 0, (long long)nb);
+    if (v.size() != size_t(9 + 2 * n))
+      v.fail("line ", v.line(), ": ", n, " bone weights need ", 9 + 2 * n, " fields, got ",
+             v.size());
+    h.weights.resize(h.weights.size() + nb);
+    double* row = h.weights.data() + h.weights.size() - nb;
+    for (size_t j = 9; j < v.size(); j += 2) {
+      const long long bone = v.integer(j, "a bone index", 0, (long long)nb - 1);
+      row[bone] = v.real(j + 1, "a bone weight");
+    }
+  }
+  if (h.vertices() == 0) v.fail("no vertices");
+
+  // triangles.txt: a : b : c.
+  Records t((dir / "triangles.txt").string(), reader);
+  while (t.next()) {
+    if (t.size() != 3) t.fail("line ", t.line(), ": expected 3 vertex indices, got ", t.size());
+    for (size_t j = 0; j < 3; ++j)
+      h.triangles.push_back(int(t.integer(j, "a vertex index", 0, h.vertices() - 1)));
+  }
+  const long long ntri = (long long)h.triangles.size() / 3;
+  if (ntri == 0) t.fail("no triangles");
+
+  // The instance: n_pts n_theta; n_pts × (correspondence x y z); [2·n_pts us]; n_theta theta.
+  Tokens tok(slurp(instance_path, reader), instance_path, reader);
+  const long long n = tok.integer("the number of points", 1, 1 << 26);
+  const long long nt = tok.integer("the number of pose parameters", 1, 1 << 16);
+  const size_t left = tok.left(), simple = size_t(4 * n + nt);
+  if (left != simple && left != simple + size_t(2 * n))
+    tok.fail("the header 'n_pts n_theta' = '", n, " ", nt, "' needs ", simple,
+             " more values (simple) or ", simple + size_t(2 * n), " (complicated, with us), got ",
+             left);
+  const bool complicated = left != simple;
+  const long long hi = complicated ? ntri - 1 : h.vertices() - 1;
+  const char* target =
+      complicated ? "triangle correspondence of point" : "vertex correspondence of point";
+  for (long long i = 0; i < n; ++i) {
+    h.correspondences.push_back(int(tok.integer(what(target, i, n), 0, hi)));
+    for (int j = 0; j < 3; ++j) h.points.push_back(tok.real(what("point", i, n, j)));
+  }
+  for (long long i = 0; complicated && i < n; ++i)
+    for (int j = 0; j < 2; ++j) h.us.push_back(tok.real(what("us of point", i, n, j)));
+  for (long long k = 0; k < nt; ++k) h.theta.push_back(tok.real(what("theta", k, nt)));
+  return h;
 }
 
 }  // namespace fx::data

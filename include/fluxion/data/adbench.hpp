@@ -1,6 +1,6 @@
 // Readers for Microsoft ADBench's input files (Šrajer, Kukelova, Fitzgibbon, arXiv:1807.10129),
-// the problems AD tools are compared on: the Gaussian mixture model (GMM) and bundle adjustment
-// (BA).
+// the problems AD tools are compared on: the Gaussian mixture model (GMM), bundle adjustment
+// (BA) and hand tracking.
 //
 //   fx::data::GmmInput g = fx::data::read_gmm("/work/shared/adbench/gmm/1k/gmm_d10_K25.txt");
 //   g.d, g.k, g.n;                 // 10, 25, 1000
@@ -23,6 +23,20 @@
 // feature (2); like ADBench, read_ba replicates them into the full problem (every camera equal,
 // every point equal, ...) and pairs observation i with camera i mod n and point i mod m. The same
 // strictness applies: a bad header, a missing value or trailing data throws fx::Error.
+//
+//   const std::string d = "/work/shared/adbench/hand/simple_small/";
+//   fx::data::HandInput h = fx::data::read_hand(d + "model", d + "hand1_t26_c100.txt");
+//   h.bones(), h.vertices(), h.npoints();   // 22, 544, 100; h.theta.size() == 26
+//   h.base_relatives[16 * b + 4 * r + c];   // bone b's base_relative matrix, row r, column c
+//   h.weights[v * h.bones() + b];           // skinning weight of bone b on vertex v (dense)
+//   int c = h.correspondences[i];           // point i's vertex (simple) or triangle (complicated)
+//
+// The hand model is three ':'-separated, line-based files (model/bones.txt, vertices.txt,
+// triangles.txt); the instance is whitespace-separated `n_pts n_theta`, n_pts records
+// `correspondence x y z`, in the complicated variant 2·n_pts surface coordinates us, then
+// n_theta pose parameters. The variant is told by the count of values after the points. A bad
+// field count, a non-number, an index out of range (parent, bone, vertex, triangle) or a count
+// matching neither variant throws fx::Error naming the file and the line.
 #pragma once
 #include <string>
 #include <vector>
@@ -61,5 +75,28 @@ struct BaInput {
 };
 
 BaInput read_ba(const std::string& path);
+
+// Hand tracking, in ADBench's layout (its HandInput): a skinned hand mesh and one instance.
+struct HandInput {
+  // The model (model/bones.txt, vertices.txt, triangles.txt).
+  std::vector<std::string> bone_names;
+  std::vector<int> parents;                    // -1 for the root; a parent precedes its children
+  std::vector<double> base_relatives;          // bones × 16: 4×4 row-major
+  std::vector<double> inverse_base_absolutes;  // bones × 16: 4×4 row-major
+  std::vector<double> base_positions;          // vertices × 3
+  std::vector<double> weights;                 // vertices × bones, dense (0 where none is listed)
+  std::vector<int> triangles;                  // triangles × 3 vertex indices
+  // The instance (hand{k}_t26_c{N}.txt).
+  std::vector<int> correspondences;  // per point: a vertex (simple) or a triangle (complicated)
+  std::vector<double> points;        // points × 3
+  std::vector<double> us;            // points × 2 in the complicated variant, else empty
+  std::vector<double> theta;         // the pose parameters (26 in ADBench's files)
+  int bones() const { return int(parents.size()); }
+  int vertices() const { return int(base_positions.size() / 3); }
+  int npoints() const { return int(correspondences.size()); }
+  bool complicated() const { return !us.empty(); }
+};
+// model_dir: the folder holding bones.txt, vertices.txt and triangles.txt.
+HandInput read_hand(const std::string& model_dir, const std::string& instance_path);
 
 }  // namespace fx::data
