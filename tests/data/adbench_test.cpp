@@ -10,6 +10,8 @@
 #include <sstream>
 #include <string>
 
+#include <unistd.h>
+
 namespace {
 
 const char* kShipped = FLUXION_ADBENCH_DIR "/gmm/1k/gmm_d10_K25.txt";
@@ -19,7 +21,9 @@ const std::string kSmall =
     "2 2 3\n0.5\n-1\n1 2\n3 4\n0.1 0.2 0.3\n0.4 0.5 0.6\n1 1\n2 2\n3 3\n1.5 2\n";
 
 std::string write_temp(const std::string& name, const std::string& text) {
-  std::filesystem::path p = std::filesystem::temp_directory_path() / ("fx_adbench_" + name);
+  // The process id keeps tests that ctest runs side by side out of each other's files.
+  std::filesystem::path p = std::filesystem::temp_directory_path() /
+                            ("fx_adbench_" + std::to_string(::getpid()) + "_" + name);
   std::ofstream(p) << text;
   return p.string();
 }
@@ -206,7 +210,8 @@ struct HandFiles {
 
 // Writes the model and `instance` under a temp folder, reads them, and removes the folder.
 fx::data::HandInput read_hand_files(const HandFiles& f, const std::string& instance) {
-  std::filesystem::path dir = std::filesystem::temp_directory_path() / "fx_adbench_hand";
+  std::filesystem::path dir = std::filesystem::temp_directory_path() /
+                              ("fx_adbench_hand_" + std::to_string(::getpid()));
   std::filesystem::create_directories(dir);
   std::ofstream(dir / "bones.txt") << f.bones;
   std::ofstream(dir / "vertices.txt") << f.vertices;
