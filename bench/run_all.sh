@@ -290,7 +290,7 @@ ba_table()
 
 def hand_table():
     sets = sorted({m.group(1) for k in r if (m := re.fullmatch(r"hand_(simple_hand\d+|complicated_hand\d+)_ratio_vs_manual", k))},
-                  key=lambda s: [int(x) if x.isdigit() else x for x in re.split(r"(\d+)", s)])
+                  key=lambda s: (s.startswith("complicated"), int(re.sub(r"\D", "", s))))
     if not sets: return
     w("## ADBench hand tracking (dense Jacobian)\n")
     w("Seconds per call (ADBench method; one thread). Objective: the 3N residuals between the "
