@@ -44,7 +44,6 @@
 #include <cstring>
 #include <filesystem>
 #include <functional>
-#include <sstream>
 #include <string>
 #include <vector>
 
@@ -63,10 +62,7 @@
 extern "C" void openblas_set_num_threads(int) __attribute__((weak));
 
 namespace {
-using fx::bench::Interleaved;
-using fx::bench::interleaved_time;
 using fx::bench::max_rel_err;
-using fx::bench::TimeOpts;
 using Ba = fx::data::BaInput;
 
 constexpr int kCam = Ba::kCamParams;  // 11
@@ -751,35 +747,14 @@ double agreement(Prepared& P, const std::vector<Impl>& impls, Csr& Jref) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  std::string dir = FLUXION_ADBENCH_DIR "/ba";
-  std::vector<std::string> sets{"ba1", "ba2", "ba3", "ba4", "ba5", "ba8"};
-  std::vector<std::string> chosen{"fluxion_tensor", "fluxion_scalar", "torch", "manual"};
-  TimeOpts to;
-  auto split = [](const std::string& v) {
-    std::vector<std::string> out;
-    std::stringstream ss(v);
-    for (std::string s; std::getline(ss, s, ',');) out.push_back(s);
-    return out;
-  };
-  for (int i = 1; i < argc; i += 2) {
-    std::string k = argv[i];
-    if (i + 1 >= argc) {
-      std::fprintf(stderr, "adbench_ba: option %s needs a value\n", k.c_str());
-      return 2;
-    }
-    std::string v = argv[i + 1];
-    if (k == "--dir") dir = v;
-    else if (k == "--sets") sets = split(v);
-    else if (k == "--impls") chosen = split(v);
-    else if (k == "--min-time") to.min_time = std::atof(v.c_str());
-    else if (k == "--samples") to.samples = std::max(1, std::atoi(v.c_str()));
-    else if (k == "--budget") to.budget = std::atof(v.c_str());
-    else {
-      std::fprintf(stderr, "adbench_ba: unknown option %s\n", k.c_str());
-      return 2;
-    }
-  }
-  if (std::find(chosen.begin(), chosen.end(), "manual") == chosen.end()) chosen.push_back("manual");
+  fx::bench::JacobianArgs args{FLUXION_ADBENCH_DIR "/ba",
+                                {"ba1", "ba2", "ba3", "ba4", "ba5", "ba8"},
+                                {"fluxion_tensor", "fluxion_scalar", "torch", "manual"},
+                                {}};
+  if (!fx::bench::parse_jacobian_args("adbench_ba", argc, argv, args)) return 2;
+  const std::string& dir = args.dir;
+  const std::vector<std::string>& sets = args.sets;
+  const std::vector<std::string>& chosen = args.impls;
   omp_set_num_threads(1);
   if (openblas_set_num_threads) openblas_set_num_threads(1);
 #ifdef FLUXION_HAVE_TORCH
@@ -848,42 +823,26 @@ int main(int argc, char** argv) {
     std::printf("%s_n=%d\n%s_m=%d\n%s_p=%d\n%s_nnz=%zu\n", tag.c_str(), b.n, tag.c_str(), b.m,
                 tag.c_str(), b.p, tag.c_str(), Jref.vals.size());
     // Timed in alternation (interleaved_time), objectives then Jacobians.
+    std::vector<std::string> names;
     std::vector<std::function<void()>> objectives, jacobians;
-    int man = -1, torch = -1;
-    std::vector<size_t> fluxion;  // every fluxion implementation; the best one counts
     for (size_t i = 0; i < impls.size(); ++i) {
+      names.push_back(impls[i].name);
       objectives.push_back(impls[i].objective);
       jacobians.push_back([&, i] { impls[i].jacobian(J); });
-      if (impls[i].name == "manual") man = int(i);
-      else if (impls[i].name == "torch") torch = int(i);
-      else fluxion.push_back(i);
     }
-    const Interleaved obj_t = interleaved_time(objectives, to);
-    const Interleaved jac_t = interleaved_time(jacobians, to);
-    std::vector<std::pair<std::string, std::pair<double, double>>> times;
-    for (size_t i = 0; i < impls.size(); ++i) {
-      const double o = obj_t.min(i), j = jac_t.min(i);
-      times.push_back({impls[i].name, {o, j}});
-      std::printf("%s_%s_objective_s=%.6e\n%s_%s_jacobian_s=%.6e\n", tag.c_str(),
-                  impls[i].name.c_str(), o, tag.c_str(), impls[i].name.c_str(), j);
-    }
-    auto best = [&](const std::vector<double>& r) {
-      double b = INFINITY;
-      for (size_t i : fluxion) b = std::min(b, r[i]);
-      return b;
-    };
-    auto entry = [](int i) { return [i](const std::vector<double>& r) { return r[size_t(i)]; }; };
-    const double ratio = man >= 0 ? jac_t.median_ratio(best, entry(man)) : NAN;
-    const double torch_ratio = torch >= 0 ? jac_t.median_ratio(best, entry(torch)) : NAN;
+    const fx::bench::Compared cmp =
+        fx::bench::compare_implementations(tag, names, objectives, jacobians, args.to);
+    const double ratio = cmp.fluxion_vs_manual, torch_ratio = cmp.fluxion_vs_torch;
     bool ok = err <= 1e-8;
     all_ok = all_ok && ok;
     std::printf("%s_max_rel_error=%.3e\n%s_ratio_vs_manual=%.4f\n", tag.c_str(), err, tag.c_str(),
                 ratio);
     if (!std::isnan(torch_ratio))
       std::printf("%s_ratio_fluxion_torch=%.4f\n", tag.c_str(), torch_ratio);
-    std::printf("%s_timing_rounds=%zu\n", tag.c_str(), jac_t.rounds.size());
+    std::printf("%s_timing_rounds=%zu\n", tag.c_str(), cmp.rounds);
     std::printf("%-5s %8d", ("ba" + std::to_string(N)).c_str(), b.p);
-    for (const auto& [name, oj] : times) std::printf("    %10.3e/%10.3e", oj.first, oj.second);
+    for (size_t i = 0; i < impls.size(); ++i)
+      std::printf("    %10.3e/%10.3e", cmp.objective_s[i], cmp.jacobian_s[i]);
     std::printf(" %7.2f %8.1e%s\n", ratio, err, ok ? "" : "  MISMATCH");
     std::fflush(stdout);
   }

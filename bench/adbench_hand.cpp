@@ -31,7 +31,6 @@
 #include <cstdlib>
 #include <filesystem>
 #include <functional>
-#include <sstream>
 #include <string>
 #include <vector>
 
@@ -50,10 +49,7 @@
 extern "C" void openblas_set_num_threads(int) __attribute__((weak));
 
 namespace {
-using fx::bench::Interleaved;
-using fx::bench::interleaved_time;
 using fx::bench::max_rel_err;
-using fx::bench::TimeOpts;
 using Hand = fx::data::HandInput;
 
 constexpr int kTheta = 26;  // global rotation (3), translation (3), 5 fingers × 4 angles
@@ -756,39 +752,18 @@ bool locate(const std::string& dir, const std::string& set, std::string& model, 
 }  // namespace
 
 int main(int argc, char** argv) {
-  std::string dir = FLUXION_ADBENCH_DIR "/hand";
-  std::vector<std::string> sets{"simple/hand1", "simple/hand6", "simple/hand12",
-                                "complicated/hand1", "complicated/hand6", "complicated/hand11"};
-  std::vector<std::string> chosen{"fluxion_tensor", "fluxion_scalar", "torch", "manual"};
-  TimeOpts to;
-  auto split = [](const std::string& v) {
-    std::vector<std::string> out;
-    std::stringstream ss(v);
-    for (std::string s; std::getline(ss, s, ',');) out.push_back(s);
-    return out;
-  };
-  for (int i = 1; i < argc; i += 2) {
-    std::string k = argv[i];
-    if (i + 1 >= argc) {
-      std::fprintf(stderr, "adbench_hand: option %s needs a value\n", k.c_str());
-      return 2;
-    }
-    std::string v = argv[i + 1];
-    if (k == "--dir") dir = v;
-    else if (k == "--sets") sets = split(v);
-    else if (k == "--impls") chosen = split(v);
-    else if (k == "--min-time") to.min_time = std::atof(v.c_str());
-    else if (k == "--samples") to.samples = std::max(1, std::atoi(v.c_str()));
-    else if (k == "--budget") to.budget = std::atof(v.c_str());
-    else {
-      std::fprintf(stderr, "adbench_hand: unknown option %s\n", k.c_str());
-      return 2;
-    }
-  }
+  fx::bench::JacobianArgs args{
+      FLUXION_ADBENCH_DIR "/hand",
+      {"simple/hand1", "simple/hand6", "simple/hand12", "complicated/hand1", "complicated/hand6",
+       "complicated/hand11"},
+      {"fluxion_tensor", "fluxion_scalar", "torch", "manual"},
+      {}};
+  if (!fx::bench::parse_jacobian_args("adbench_hand", argc, argv, args)) return 2;
 #ifndef FLUXION_HAVE_TORCH
-  std::erase(chosen, std::string("torch"));
+  std::erase(args.impls, std::string("torch"));
 #endif
-  if (std::find(chosen.begin(), chosen.end(), "manual") == chosen.end()) chosen.push_back("manual");
+  const std::string& dir = args.dir;
+  const std::vector<std::string>& chosen = args.impls;
   omp_set_num_threads(1);
   if (openblas_set_num_threads) openblas_set_num_threads(1);
 #ifdef FLUXION_HAVE_TORCH
@@ -796,7 +771,7 @@ int main(int argc, char** argv) {
 #endif
 
   std::vector<std::pair<std::string, fx::data::HandInput>> inputs;
-  for (const std::string& s : sets) {
+  for (const std::string& s : args.sets) {
     std::string model, file;
     if (!locate(dir, s, model, file)) {
       std::fprintf(stderr, "adbench_hand: no instance '%s' (want variant/handK) in %s\n", s.c_str(),
@@ -856,34 +831,16 @@ int main(int argc, char** argv) {
     std::vector<double> Jref, J;
     const double err = agreement(P, impls, Jref);
     std::printf("%s_points=%d\n%s_columns=%d\n", tag.c_str(), h.npoints(), tag.c_str(), columns(h));
+    std::vector<std::string> names;
     std::vector<std::function<void()>> objectives, jacobians;
-    int man = -1, torch = -1;
-    std::vector<size_t> fluxion;  // every fluxion implementation; the best one counts
     for (size_t i = 0; i < impls.size(); ++i) {
+      names.push_back(impls[i].name);
       objectives.push_back(impls[i].objective);
       jacobians.push_back([&, i] { impls[i].jacobian(J); });
-      if (impls[i].name == "manual") man = int(i);
-      else if (impls[i].name == "torch") torch = int(i);
-      else fluxion.push_back(i);
     }
-    const Interleaved obj_t = interleaved_time(objectives, to);
-    const Interleaved jac_t = interleaved_time(jacobians, to);
-    std::vector<std::pair<double, double>> times;
-    for (size_t i = 0; i < impls.size(); ++i) {
-      const double o = obj_t.min(i), j = jac_t.min(i);
-      times.push_back({o, j});
-      std::printf("%s_%s_objective_s=%.6e\n%s_%s_jacobian_s=%.6e\n", tag.c_str(),
-                  impls[i].name.c_str(), o, tag.c_str(), impls[i].name.c_str(), j);
-    }
-    auto best = [&](const std::vector<double>& r) {
-      double b = INFINITY;
-      for (size_t i : fluxion) b = std::min(b, r[i]);
-      return b;
-    };
-    auto entry = [](int i) { return [i](const std::vector<double>& r) { return r[size_t(i)]; }; };
-    const double ratio = man >= 0 && !fluxion.empty() ? jac_t.median_ratio(best, entry(man)) : NAN;
-    const double torch_ratio =
-        torch >= 0 && !fluxion.empty() ? jac_t.median_ratio(best, entry(torch)) : NAN;
+    const fx::bench::Compared cmp =
+        fx::bench::compare_implementations(tag, names, objectives, jacobians, args.to);
+    const double ratio = cmp.fluxion_vs_manual, torch_ratio = cmp.fluxion_vs_torch;
     const bool ok = err <= 1e-8;
     all_ok = all_ok && ok;
     std::printf("%s_max_rel_error=%.3e\n%s_ratio_vs_manual=%.4f\n", tag.c_str(), err, tag.c_str(),
@@ -891,7 +848,8 @@ int main(int argc, char** argv) {
     if (!std::isnan(torch_ratio))
       std::printf("%s_ratio_fluxion_torch=%.4f\n", tag.c_str(), torch_ratio);
     std::printf("%-18s %7d", name.c_str(), h.npoints());
-    for (const auto& [o, j] : times) std::printf("    %10.3e/%10.3e", o, j);
+    for (size_t i = 0; i < impls.size(); ++i)
+      std::printf("    %10.3e/%10.3e", cmp.objective_s[i], cmp.jacobian_s[i]);
     std::printf(" %7.2f %7.2f %8.1e%s\n", ratio, torch_ratio, err, ok ? "" : "  MISMATCH");
     std::fflush(stdout);
   }

@@ -8,7 +8,11 @@
 #include <chrono>
 #include <cmath>
 #include <cstdint>
+#include <cstdio>
+#include <cstdlib>
 #include <functional>
+#include <sstream>
+#include <string>
 #include <vector>
 
 namespace fx::bench {
@@ -77,6 +81,85 @@ inline Interleaved interleaved_time(const std::vector<std::function<void()>>& fn
     if (s + 1 >= at_least && spent >= o.budget * double(fns.size())) break;
   }
   return out;
+}
+
+// Several named implementations of one objective and its derivative timed the ADBench way:
+// objectives in alternation, then derivatives. Prints <tag>_<name>_objective_s and
+// <tag>_<name>_jacobian_s for each; "manual" and "torch" are the peers, every other name a
+// fluxion implementation, of which the best counts in the ratios (medians of per-round ratios).
+struct Compared {
+  std::vector<double> objective_s, jacobian_s;  // per implementation: ADBench's minimum
+  double fluxion_vs_manual = NAN, fluxion_vs_torch = NAN;
+  size_t rounds = 0;  // of the derivatives
+};
+
+inline Compared compare_implementations(const std::string& tag,
+                                        const std::vector<std::string>& names,
+                                        const std::vector<std::function<void()>>& objectives,
+                                        const std::vector<std::function<void()>>& jacobians,
+                                        const TimeOpts& to) {
+  const Interleaved obj = interleaved_time(objectives, to), jac = interleaved_time(jacobians, to);
+  Compared c;
+  c.rounds = jac.rounds.size();
+  std::vector<size_t> fluxion;
+  int manual = -1, torch = -1;
+  for (size_t i = 0; i < names.size(); ++i) {
+    c.objective_s.push_back(obj.min(i));
+    c.jacobian_s.push_back(jac.min(i));
+    std::printf("%s_%s_objective_s=%.6e\n%s_%s_jacobian_s=%.6e\n", tag.c_str(), names[i].c_str(),
+                obj.min(i), tag.c_str(), names[i].c_str(), jac.min(i));
+    if (names[i] == "manual") manual = int(i);
+    else if (names[i] == "torch") torch = int(i);
+    else fluxion.push_back(i);
+  }
+  auto best = [&](const std::vector<double>& r) {
+    double b = INFINITY;
+    for (size_t i : fluxion) b = std::min(b, r[i]);
+    return b;
+  };
+  auto entry = [](int i) { return [i](const std::vector<double>& r) { return r[size_t(i)]; }; };
+  if (!fluxion.empty() && manual >= 0) c.fluxion_vs_manual = jac.median_ratio(best, entry(manual));
+  if (!fluxion.empty() && torch >= 0) c.fluxion_vs_torch = jac.median_ratio(best, entry(torch));
+  return c;
+}
+
+// The command line the Jacobian benchmarks share: --dir, --sets and --impls (comma-separated
+// lists), --min-time, --samples, --budget. False (after a message) on anything else.
+struct JacobianArgs {
+  std::string dir;
+  std::vector<std::string> sets, impls;
+  TimeOpts to;
+};
+
+inline std::vector<std::string> split_list(const std::string& v) {
+  std::vector<std::string> out;
+  std::stringstream ss(v);
+  for (std::string s; std::getline(ss, s, ',');) out.push_back(s);
+  return out;
+}
+
+inline bool parse_jacobian_args(const char* prog, int argc, char** argv, JacobianArgs& a) {
+  for (int i = 1; i < argc; i += 2) {
+    const std::string k = argv[i];
+    if (i + 1 >= argc) {
+      std::fprintf(stderr, "%s: option %s needs a value\n", prog, k.c_str());
+      return false;
+    }
+    const std::string v = argv[i + 1];
+    if (k == "--dir") a.dir = v;
+    else if (k == "--sets") a.sets = split_list(v);
+    else if (k == "--impls") a.impls = split_list(v);
+    else if (k == "--min-time") a.to.min_time = std::atof(v.c_str());
+    else if (k == "--samples") a.to.samples = std::max(1, std::atoi(v.c_str()));
+    else if (k == "--budget") a.to.budget = std::atof(v.c_str());
+    else {
+      std::fprintf(stderr, "%s: unknown option %s\n", prog, k.c_str());
+      return false;
+    }
+  }
+  if (std::find(a.impls.begin(), a.impls.end(), "manual") == a.impls.end())
+    a.impls.push_back("manual");
+  return true;
 }
 
 // max |a - b| / max |b|: the relative error ADBench compares implementations with.

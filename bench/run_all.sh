@@ -264,6 +264,19 @@ def tags(prefix):
 adbench_table("lstm_", "ADBench LSTM (gradient of the loss w.r.t. main and extra parameters)", tags("lstm_l"))
 adbench_table("gmm_", "ADBench GMM (gradient w.r.t. alpha, mu, icf)", tags("gmm_"))
 
+# The rows of a Jacobian benchmark's table (adbench_ba, adbench_hand: fx::bench::compare_implementations'
+# names): (label, results prefix) per set; `size` heads the column read from prefix + size_key.
+def jacobian_rows(sets, size, size_key):
+    w(f"| set | {size} | tensor obj | tensor jac | scalar obj | scalar jac | libtorch obj | libtorch jac | manual obj | manual jac | best/manual | best/libtorch | rel err |")
+    w("|---|---|---|---|---|---|---|---|---|---|---|---|---|")
+    for label, t in sets:
+        w(f"| {label} | {g(t + size_key, '{:.0f}')} | " + " | ".join(g(f"{t}_{x}", "{:.3e}") for x in (
+            "fluxion_tensor_objective_s", "fluxion_tensor_jacobian_s", "fluxion_scalar_objective_s",
+            "fluxion_scalar_jacobian_s", "torch_objective_s", "torch_jacobian_s",
+            "manual_objective_s", "manual_jacobian_s")) +
+          f" | {g(t + '_ratio_vs_manual', '{:.2f}')} | {g(t + '_ratio_fluxion_torch', '{:.3f}')} | {g(t + '_max_rel_error', '{:.1e}')} |")
+    w("")
+
 def ba_table():
     sets = sorted({m.group(1) for k in r if (m := re.fullmatch(r"ba_(ba\d+)_ratio_vs_manual", k))},
                   key=lambda s: int(s[2:]))
@@ -276,16 +289,7 @@ def ba_table():
       "autograd passes; manual: hand-written chain rule. `best/manual`: the faster fluxion "
       "Jacobian ÷ manual. `rel err`: largest relative disagreement of any implementation's "
       "Jacobian or residuals with manual's.\n")
-    w("| set | p | tensor obj | tensor jac | scalar obj | scalar jac | libtorch obj | libtorch jac | manual obj | manual jac | best/manual | best/libtorch | rel err |")
-    w("|---|---|---|---|---|---|---|---|---|---|---|---|---|")
-    for s in sets:
-        t = f"ba_{s}"
-        w(f"| {s} | {g(t + '_p', '{:.0f}')} | " + " | ".join(g(f"{t}_{x}", "{:.3e}") for x in (
-            "fluxion_tensor_objective_s", "fluxion_tensor_jacobian_s", "fluxion_scalar_objective_s",
-            "fluxion_scalar_jacobian_s", "torch_objective_s", "torch_jacobian_s",
-            "manual_objective_s", "manual_jacobian_s")) +
-          f" | {g(t + '_ratio_vs_manual', '{:.2f}')} | {g(t + '_ratio_fluxion_torch', '{:.3f}')} | {g(t + '_max_rel_error', '{:.1e}')} |")
-    w("")
+    jacobian_rows([(s, f"ba_{s}") for s in sets], "p", "_p")
 ba_table()
 
 def hand_table():
@@ -302,16 +306,7 @@ def hand_table():
       "AD, one pass per column; manual: hand-written chain rule. `best/manual`: the faster "
       "fluxion Jacobian ÷ manual (no acceptance target: the issue asks for hand tracking if time "
       "allows).\n")
-    w("| set | N | tensor obj | tensor jac | scalar obj | scalar jac | libtorch obj | libtorch jac | manual obj | manual jac | best/manual | best/libtorch | rel err |")
-    w("|---|---|---|---|---|---|---|---|---|---|---|---|---|")
-    for s in sets:
-        t = f"hand_{s}"
-        w(f"| {s.replace('_', '/', 1)} | {g(t + '_points', '{:.0f}')} | " + " | ".join(g(f"{t}_{x}", "{:.3e}") for x in (
-            "fluxion_tensor_objective_s", "fluxion_tensor_jacobian_s", "fluxion_scalar_objective_s",
-            "fluxion_scalar_jacobian_s", "torch_objective_s", "torch_jacobian_s",
-            "manual_objective_s", "manual_jacobian_s")) +
-          f" | {g(t + '_ratio_vs_manual', '{:.2f}')} | {g(t + '_ratio_fluxion_torch', '{:.3f}')} | {g(t + '_max_rel_error', '{:.1e}')} |")
-    w("")
+    jacobian_rows([(s.replace("_", "/", 1), f"hand_{s}") for s in sets], "N", "_points")
 hand_table()
 
 sc = [l for l in open(res) if l.startswith("scalar_ad_")]
