@@ -27,7 +27,8 @@ done
 
 START=$(date +%s)
 GEN=""
-[ -f "$BUILD/build.ninja" ] || { command -v ninja >/dev/null && GEN="-G Ninja"; }
+# Ninja for a new build directory; an existing one keeps the generator it was made with.
+[ -f "$BUILD/CMakeCache.txt" ] || { command -v ninja >/dev/null && GEN="-G Ninja"; }
 cmake -S . -B "$BUILD" $GEN -DCMAKE_BUILD_TYPE=Release >/dev/null
 TARGETS=(overhead train_mlp lstm_overhead matmul adbench_gmm adbench_lstm elementwise_math)
 [ -f bench/adbench_ba.cpp ] && TARGETS+=(adbench_ba)

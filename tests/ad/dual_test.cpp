@@ -2,6 +2,7 @@
 // forms and central finite differences.
 #include <gtest/gtest.h>
 
+#include <array>
 #include <cmath>
 #include <fluxion/ad/dual.hpp>
 #include <fluxion/ad/reverse.hpp>
@@ -65,6 +66,45 @@ TEST(Dual, ChunkedTangentsAreIndependentDirections) {
   EXPECT_DOUBLE_EQ(f.partial(0), -2.0 * std::sin(0.7));
   EXPECT_DOUBLE_EQ(f.partial(1), 1.5 * std::sin(0.7));
   EXPECT_DOUBLE_EQ(f.partial(2), 1.5 * -2.0 * std::cos(0.7));
+}
+
+namespace {
+// Every operator form (Dual op Dual, Dual op number, number op Dual, unary minus) on two inputs.
+template <class T>
+T operator_forms(T a, T b) {
+  return a * b - b / a + 3.0 / a - (2 - b) + (a + 1) * -b / 2 + (b - 0.5) * 4 + 1 / (a * a + b) +
+         every_math_function(a * 0.25 + 1.1) * b;
+}
+
+// Dual<S, N> (tangents packed into vector groups for double and float, N >= 2) against N runs of
+// Dual<double> (one tangent, element by element): component k of a and b is (k + 1) and (1 - k).
+template <class S, int N>
+void expect_packed_matches_one_at_a_time() {
+  std::array<S, N> da{}, db{};
+  for (int k = 0; k < N; ++k) {
+    da[size_t(k)] = S(k + 1);
+    db[size_t(k)] = S(1 - k);
+  }
+  const Dual<S, N> y = operator_forms(Dual<S, N>(S(0.8), da), Dual<S, N>(S(-1.3), db));
+  ASSERT_EQ(y.partials().size(), size_t(N));
+  for (int k = 0; k < N; ++k) {
+    Dual<double> one = operator_forms(Dual<double>(0.8, {k + 1.0}), Dual<double>(-1.3, {1.0 - k}));
+    const double tol = (std::is_same_v<S, float> ? 2e-5 : 1e-13) * std::max(1.0, std::abs(one.partial(0)));
+    EXPECT_NEAR(double(y.partial(k)), one.partial(0), tol) << "N = " << N << ", component " << k;
+    EXPECT_EQ(y.partials()[size_t(k)], y.partial(k));
+  }
+}
+}  // namespace
+
+TEST(Dual, PackedTangentsMatchOneTangentAtATime) {
+  expect_packed_matches_one_at_a_time<double, 2>();
+  expect_packed_matches_one_at_a_time<double, 3>();
+  expect_packed_matches_one_at_a_time<double, 4>();
+  expect_packed_matches_one_at_a_time<double, 5>();
+  expect_packed_matches_one_at_a_time<double, 15>();
+  expect_packed_matches_one_at_a_time<double, 16>();
+  expect_packed_matches_one_at_a_time<float, 3>();
+  expect_packed_matches_one_at_a_time<float, 9>();
 }
 
 TEST(Dual, ComparisonsAndBranchesUseValues) {
