@@ -14,7 +14,11 @@
 // Both libraries are measured alternately at each batch size, and each repetition sweeps every
 // layer count and batch size, so noise on the machine lands on all points alike (the per-op
 // figures are compared with each other). Each point is the median over --reps repetitions of
-// --inner gradient calls (divided by --inner), after one warm-up repetition.
+// --inner gradient calls for libtorch and 10x as many for fluxion (a fluxion call is ~30x
+// shorter; short windows are the noisiest), divided by the count, after one warm-up repetition.
+// Each window starts with one untimed call, so the other library's work just before it (which
+// evicts caches) is not charged to the first timed call: a fixed cost per window would land in
+// the intercept and weigh most on the model with the fewest ops.
 #include <omp.h>
 
 #include <algorithm>
@@ -56,8 +60,9 @@ double median(std::vector<double> v) {
   return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
 }
 
-// Seconds per call of fn over `inner` calls.
+// Seconds per call of fn over `inner` calls, after one untimed call.
 double time_calls(const std::function<void()>& fn, int inner) {
+  fn();
   auto t0 = std::chrono::steady_clock::now();
   for (int i = 0; i < inner; ++i) fn();
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count() / inner;
@@ -281,7 +286,7 @@ int main(int argc, char** argv) {
   }
   for (int r = 0; r <= o.reps; ++r) {  // repetition 0 warms caches, pools and allocators
     for (Case& c : cases) {
-      double tf = time_calls(c.fx_call, o.inner);
+      double tf = time_calls(c.fx_call, 10 * o.inner);
       if (r > 0) c.fx_t.push_back(tf);
       if (c.torch_call) {
         double tt = time_calls(c.torch_call, o.inner);
