@@ -33,7 +33,8 @@
 // pass and sweeps it twice, while forward mode re-evaluates the program 15 times and the
 // rotation seeds carry tangents through nearly all of it; scalar Dual 0.021 / 0.11 against
 // scalar Real 0.078 / 0.61 — 15 tangents ride along in registers, where Real writes a tape and
-// sweeps it twice per observation.
+// sweeps it twice per observation. (Since Dual's tangents are combined a vector at a time, on
+// another machine: Dual 0.0022 / 0.021, Real 0.014 / 0.10, manual 0.0019 / 0.019.)
 #include <omp.h>
 
 #include <algorithm>
