@@ -73,6 +73,11 @@ struct Tangents {
 };
 
 #if defined(__GNUC__)  // GCC and Clang: vector extensions
+// Groups only pass by value into and out of always-inlined functions (load, store, the
+// operators' expressions), so GCC's warning that a 32-byte vector returned without AVX enabled
+// has another ABI concerns no real call; it is silenced to the end of this header.
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wpsabi"
 // double and float tangents (N >= 2) in whole groups of 16 or 32 bytes, zero-padded, which the
 // operators process as vector-extension types: one vector instruction per group. Kept in a
 // std::array, GCC splits the tangents into N scalars and vectorises them back poorly (mostly
@@ -84,24 +89,24 @@ struct Tangents<T, N, true> {
   static constexpr int bytes = N * int(sizeof(T)) <= 16 ? 16 : 32;
   static constexpr int lanes = bytes / int(sizeof(T));
   static constexpr int groups = (N + lanes - 1) / lanes;
-  // A view of one group; may_alias (as the x86 intrinsics' types are) so it may overlay e.
-  typedef T Group __attribute__((vector_size(bytes), __may_alias__, aligned(alignof(T))));
-  // GCC honours the typedef's alignment of T and the storage stays T-aligned: aligning it to
-  // whole groups made the BA Jacobian ~50% slower (more and larger copies of each Dual). Clang
-  // drops the typedef's alignment inside templates and emits aligned loads, so there the
-  // storage is aligned to the group.
-#if defined(__clang__)
-  static constexpr size_t align = bytes;
-#else
-  static constexpr size_t align = alignof(T);
-#endif
+  typedef T Group __attribute__((vector_size(bytes)));
 
-  alignas(align) T e[groups * lanes]{};
+  // The storage is only T-aligned: aligning it to whole groups made the BA Jacobian ~50% slower
+  // with GCC 12 (larger Duals, copied more). So groups are moved in and out by value (single
+  // unaligned vector moves) and never referenced in place: a reference to a group would claim
+  // the vector type's alignment, which compilers may assume (Clang emits aligned moves).
+  T e[groups * lanes]{};
   constexpr T& operator[](int i) { return e[i]; }
   constexpr const T& operator[](int i) const { return e[i]; }
   constexpr const T* data() const { return e; }
-  Group& group(int k) { return *reinterpret_cast<Group*>(e + k * lanes); }
-  const Group& group(int k) const { return *reinterpret_cast<const Group*>(e + k * lanes); }
+  [[gnu::always_inline]] Group load(int k) const {
+    Group g;
+    __builtin_memcpy(&g, e + k * lanes, sizeof g);
+    return g;
+  }
+  [[gnu::always_inline]] void store(int k, const Group& g) {
+    __builtin_memcpy(e + k * lanes, &g, sizeof g);
+  }
 };
 template <class T, int N>
 inline constexpr bool packs_tangents =
@@ -254,7 +259,7 @@ constexpr Dual<T, N, L> chain(const Dual<T, N, L>& x, const V& fx_, const D& df)
   R r(dual_to<T>(fx_));
   if constexpr (R::Tangents::packed) {
     const T d = T(df);
-    for (int k = 0; k < groups_v<R>; ++k) r.tangents().group(k) = d * x.tangents().group(k);
+    for (int k = 0; k < groups_v<R>; ++k) r.tangents().store(k, d * x.tangents().load(k));
   } else {
     for (int i = 0; i < N; ++i)
       if (!known_zero(x.partial(i))) r.partial(i) = dual_to<T>(df * x.partial(i));
@@ -289,7 +294,7 @@ constexpr auto operator+(const A& a, const B& b) {
     } else {
       R r(a.value() + b.value());
       for (int k = 0; k < groups_v<R>; ++k)
-        r.tangents().group(k) = a.tangents().group(k) + b.tangents().group(k);
+        r.tangents().store(k, a.tangents().load(k) + b.tangents().load(k));
       return r;
     }
   } else if constexpr (la == lb) {
@@ -323,8 +328,8 @@ constexpr auto operator-(const A& a, const B& b) {
       R r(T(primal(a) - primal(b)));
       for (int k = 0; k < groups_v<R>; ++k) {
         if constexpr (la == lb)
-          r.tangents().group(k) = a.tangents().group(k) - b.tangents().group(k);
-        else r.tangents().group(k) = -b.tangents().group(k);
+          r.tangents().store(k, a.tangents().load(k) - b.tangents().load(k));
+        else r.tangents().store(k, -b.tangents().load(k));
       }
       return r;
     }
@@ -353,11 +358,10 @@ constexpr auto operator*(const A& a, const B& b) {
   if constexpr (packed_op<R, A, B>) {
     R r(T(primal(a) * primal(b)));
     for (int k = 0; k < groups_v<R>; ++k) {
-      auto& g = r.tangents().group(k);
       if constexpr (la == lb)
-        g = a.tangents().group(k) * b.value() + a.value() * b.tangents().group(k);
-      else if constexpr (la > lb) g = a.tangents().group(k) * T(b);
-      else g = T(a) * b.tangents().group(k);
+        r.tangents().store(k, a.tangents().load(k) * b.value() + a.value() * b.tangents().load(k));
+      else if constexpr (la > lb) r.tangents().store(k, a.tangents().load(k) * T(b));
+      else r.tangents().store(k, T(a) * b.tangents().load(k));
     }
     return r;
   } else if constexpr (la == lb) {
@@ -396,11 +400,10 @@ constexpr auto operator/(const A& a, const B& b) {
     R r(T(primal(a) / primal(b)));
     const T y = r.value();
     for (int k = 0; k < groups_v<R>; ++k) {
-      auto& g = r.tangents().group(k);
       if constexpr (la == lb)
-        g = (a.tangents().group(k) - y * b.tangents().group(k)) * (1 / b.value());
-      else if constexpr (la > lb) g = a.tangents().group(k) / T(b);
-      else g = (-y / b.value()) * b.tangents().group(k);
+        r.tangents().store(k, (a.tangents().load(k) - y * b.tangents().load(k)) * (1 / b.value()));
+      else if constexpr (la > lb) r.tangents().store(k, a.tangents().load(k) / T(b));
+      else r.tangents().store(k, (-y / b.value()) * b.tangents().load(k));
     }
     return r;
   } else if constexpr (la == lb) {
@@ -440,7 +443,7 @@ constexpr Dual<T, N, L> operator-(const Dual<T, N, L>& a) {
   R r(-a.value());
   if constexpr (R::Tangents::packed) {
     for (int k = 0; k < ad::detail::groups_v<R>; ++k)
-      r.tangents().group(k) = -a.tangents().group(k);
+      r.tangents().store(k, -a.tangents().load(k));
   } else {
     for (int i = 0; i < N; ++i)
       if (!ad::detail::known_zero(a.partial(i))) r.partial(i) = -a.partial(i);
@@ -718,3 +721,7 @@ auto strip(const Y& y) {
 
 }  // namespace ad
 }  // namespace fx
+
+#if defined(__GNUC__)
+#pragma GCC diagnostic pop
+#endif
