@@ -396,5 +396,5 @@ int main(int argc, char** argv) {
     }
   }
   std::printf("gmm_all_agree=%d\n", int(all_ok));
-  return 0;
+  return all_ok ? 0 : 1;
 }

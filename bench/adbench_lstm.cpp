@@ -506,5 +506,5 @@ int main(int argc, char** argv) {
     std::fflush(stdout);
   }
   std::printf("lstm_all_agree=%d\n", int(all_ok));
-  return 0;
+  return all_ok ? 0 : 1;
 }

@@ -15,8 +15,18 @@ if(TARGET matmul)
   target_include_directories(matmul PRIVATE ${CBLAS_INCLUDE_DIR} ${DNNL_INCLUDE_DIR})
   target_link_libraries(matmul PRIVATE ${BLAS_LIBRARIES} ${DNNL_LIBRARY})
 endif()
-# The BA and hand benchmarks check their four Jacobians against each other and finite
-# differences before timing; run that check (and one untimed call each) with the tests.
+# The ADBench benchmarks check their implementations against each other (and BA and hand
+# against finite differences) before timing, and exit 1 on a disagreement; run those checks
+# (with one short timing each) with the tests.
+if(TARGET adbench_gmm AND FLUXION_TESTS)
+  add_test(NAME adbench_gmm_agreement
+           COMMAND adbench_gmm --sets 1k --max-d 10 --max-k 10 --min-time 0 --samples 1
+                   --budget 0)
+endif()
+if(TARGET adbench_lstm AND FLUXION_TESTS)
+  add_test(NAME adbench_lstm_agreement
+           COMMAND adbench_lstm --only l2_c1024 --min-time 0 --samples 1 --budget 0)
+endif()
 if(TARGET adbench_ba AND FLUXION_TESTS)
   add_test(NAME adbench_ba_agreement
            COMMAND adbench_ba --sets ba1 --min-time 0 --samples 1 --budget 0)
