@@ -89,7 +89,8 @@ void expect_packed_matches_one_at_a_time() {
   ASSERT_EQ(y.partials().size(), size_t(N));
   for (int k = 0; k < N; ++k) {
     Dual<double> one = operator_forms(Dual<double>(0.8, {k + 1.0}), Dual<double>(-1.3, {1.0 - k}));
-    const double tol = (std::is_same_v<S, float> ? 2e-5 : 1e-13) * std::max(1.0, std::abs(one.partial(0)));
+    const double rel = std::is_same_v<S, float> ? 2e-5 : 1e-13;
+    const double tol = rel * std::max(1.0, std::abs(one.partial(0)));
     EXPECT_NEAR(double(y.partial(k)), one.partial(0), tol) << "N = " << N << ", component " << k;
     EXPECT_EQ(y.partials()[size_t(k)], y.partial(k));
   }
