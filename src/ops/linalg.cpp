@@ -26,6 +26,12 @@ Tensor transposed(const Tensor& x) {
   return make_view(x, s, st, x.offset());
 }
 
+// Whether x is a 2-d matrix stored column by column (the transpose of a dense one).
+bool transposed_dense(const Tensor& x) {
+  return x.ndim() == 2 && x.shape()[0] > 1 && x.shape()[1] > 1 && x.stride(0) == 1 &&
+         x.stride(1) == x.shape()[0];
+}
+
 // Both adjoints of a batched real product through matmul_backward_p when nothing records: the
 // two products of the composed rule each read all of dy (the GMM's (K, N, D) cotangent, larger
 // than L2 from K = 25 at D = 10); batch by batch the second read comes from cache. A tiny 2-d
@@ -83,8 +89,16 @@ Primitive matmul_p{
       // Adjoints: dA = dY B^H, dB = A^H dY (conj is the identity on real tensors).
       if (a.wants(0) && a.wants(1) && fused_matmul_pullback(dy, a.input(0), a.input(1), dx))
         return;
-      if (a.wants(0)) dx[0] = matmul(dy, conj(transposed(a.input(1))));
-      if (a.wants(1)) dx[1] = matmul(conj(transposed(a.input(0))), dy);
+      // An input that is the transpose of a dense matrix (Dense's x @ W^T reads W that way) gets
+      // its adjoint in the same layout, as the transpose of a dense product: W's gradient then
+      // comes out dense in W's own layout, where the optimiser reads it in place.
+      const Tensor &A = a.input(0), &B = a.input(1);
+      if (a.wants(0))
+        dx[0] = transposed_dense(A) ? transposed(matmul(conj(B), transposed(dy)))
+                                    : matmul(dy, conj(transposed(B)));
+      if (a.wants(1))
+        dx[1] = transposed_dense(B) ? transposed(matmul(transposed(dy), conj(A)))
+                                    : matmul(conj(transposed(A)), dy);
     },
     .jvp = [](const JvpArgs& a, const Tensor* dx) {
       Tensor l = dx[0].defined() ? matmul(dx[0], a.input(1)) : Tensor();

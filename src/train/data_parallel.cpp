@@ -38,16 +38,30 @@ bool is_broadcast_zero(const Tensor& t) {
   return t.numel() > 1;
 }
 
-// out[lo, hi) = sum_s w[s] * part[s][lo, hi) for dense parts of one dtype.
+// Whether t is the one handle on a dense buffer that nothing else views and no tape tracks: the
+// combined gradient may then be written over it.
+bool sole_dense_handle(const Tensor& t) {
+  const TensorImpl* p = t.impl();
+  return p->refs.load(std::memory_order_acquire) == 1 &&
+         p->storage->refs.load(std::memory_order_acquire) == 1 && p->ntags == 0 &&
+         t.is_contiguous();
+}
+
+// out[lo, hi) = sum_s w[s] * part[s][lo, hi) for dense parts of one dtype; out may be part[0].
+// A chunk at a time, so that out's chunk stays in L1 from the first share's term to the last.
 template <class T>
 void weighted_sum(const std::vector<const T*>& parts, const std::vector<double>& w, T* out,
                   int64_t lo, int64_t hi) {
-  const T w0 = T(w[0]);
-  for (int64_t j = lo; j < hi; ++j) out[j] = w0 * parts[0][j];
-  for (size_t s = 1; s < parts.size(); ++s) {
-    const T ws = T(w[s]);
-    const T* p = parts[s];
-    for (int64_t j = lo; j < hi; ++j) out[j] += ws * p[j];
+  constexpr int64_t kChunk = 2048;
+  for (int64_t c = lo; c < hi; c += kChunk) {
+    const int64_t e = std::min(hi, c + kChunk);
+    const T w0 = T(w[0]);
+    for (int64_t j = c; j < e; ++j) out[j] = w0 * parts[0][j];
+    for (size_t s = 1; s < parts.size(); ++s) {
+      const T ws = T(w[s]);
+      const T* p = parts[s];
+      for (int64_t j = c; j < e; ++j) out[j] += ws * p[j];
+    }
   }
 }
 
@@ -93,8 +107,11 @@ void run_shares(int shares, const std::function<void(int)>& body,
             for (size_t t = 1; t < leaves.size(); ++t) acc = acc + leaves[t][i] * weights[t];
             out[i] = acc;
           } else {
+            // The first share's gradient, when nothing else holds it, takes the sum in place:
+            // its buffer is still in this thread's cache, where a fresh one would be cold.
+            const bool reuse = sole_dense_handle(g0);
             for (const auto& l : leaves) dense[i].push_back(l[i].astype(g0.dtype()).contiguous());
-            out[i] = Tensor::empty(g0.shape(), g0.dtype(), g0.device());
+            out[i] = reuse ? g0 : Tensor::empty(g0.shape(), g0.dtype(), g0.device());
           }
         }
       } catch (...) {

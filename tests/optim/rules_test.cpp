@@ -1,6 +1,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <limits>
 
 #include <fluxion/ad/reverse.hpp>
 #include <fluxion/nn/chain.hpp>
@@ -97,6 +98,33 @@ TEST(Adam, FirstStepsMatchAHandComputedReference) {
       ++step;
     }
     EXPECT_EQ(opt.leaves[0].step, 3);
+  }
+}
+
+// A unit whose gradient stops (a dead ReLU, an always-black pixel) has its first moment shrink
+// by beta1 every step; it must end at zero, not linger in the subnormal range, where every
+// operation on it takes the slow path of x86 arithmetic.
+TEST(Adam, StateDecayingBelowTheNormalRangeIsStoredAsZero) {
+  for (auto dtype : {fx::f32, fx::f64}) {
+    SCOPED_TRACE(fx::dtype_name(dtype));
+    const double tiny = dtype == fx::f32 ? 1e-30 : 1e-300;
+    std::vector<fx::Tensor> model = {fx::tensor({0.5, -0.25, 2.0}, fx::f64).astype(dtype)};
+    auto opt = fx::optim::setup(fx::optim::Adam{}, model);
+    const std::vector<fx::Tensor> zero = {fx::zeros({3}, dtype)};
+    fx::optim::update(opt, model, std::vector<fx::Tensor>{fx::full({3}, tiny, dtype)});
+    const double smallest_normal = dtype == fx::f32 ? double(std::numeric_limits<float>::min())
+                                                    : std::numeric_limits<double>::min();
+    bool went_subnormal = false, reached_zero = false;
+    for (int step = 0; step < 400 && !reached_zero; ++step) {
+      fx::optim::update(opt, model, zero);
+      for (const fx::Tensor& state : {opt.leaves[0].m, opt.leaves[0].v})
+        for (double e : values(state)) went_subnormal |= e != 0 && std::abs(e) < smallest_normal;
+      reached_zero = values(opt.leaves[0].m) == std::vector<double>(3, 0.0);
+    }
+    EXPECT_FALSE(went_subnormal);
+    EXPECT_TRUE(reached_zero);  // 0.1 * tiny * 0.9^k leaves the normal range within 400 steps
+    // Nothing that small moved the parameters.
+    EXPECT_EQ(values(model[0]), (std::vector<double>{0.5, -0.25, 2.0}));
   }
 }
 

@@ -85,6 +85,28 @@ TEST(DataParallel, SharesCombineToTheWholeBatchGradient) {
   }
 }
 
+// Two parameters read only through their sum: their gradients may be one buffer. The combine
+// writes the sum over the first share's gradient only where that buffer has no other handle.
+struct Twin {
+  Tensor a, b;
+  FX_FIELDS(a, b)
+};
+
+TEST(DataParallel, GradientsSharingABufferCombineCorrectly) {
+  Twin twin{fx::tensor({0.5, -1.0, 2.0}, fx::f64), fx::tensor({1.5, 0.25, -0.5}, fx::f64)};
+  auto f = [](const Twin& m, const Tensor& x) { return fx::mean(fx::tanh(x * (m.a + m.b))); };
+  fx::Generator gen(9);
+  Tensor x = fx::randn({16, 3}, gen, fx::f64);
+  auto [l, g] = fx::withgradient([&](const Twin& m) { return f(m, x); }, twin);
+  auto [lp, gp] = with_threads(2, [&] {
+    return fx::train::data_parallel_withgradient(f, twin, x);
+  });
+  EXPECT_NEAR(lp.item(), l.item(), 1e-14);
+  EXPECT_TRUE(fx::allclose(gp.a, g.a, 1e-12, 1e-14)) << gp.a << "\n" << g.a;
+  EXPECT_TRUE(fx::allclose(gp.b, g.b, 1e-12, 1e-14)) << gp.b << "\n" << g.b;
+  EXPECT_TRUE(fx::allclose(gp.a, gp.b, 0, 0));  // the same adjoint, once each
+}
+
 TEST(DataParallel, OneThreadAndNestedRegionsRunTheWholeBatch) {
   Net net = make_net();
   fx::Generator gen(5);

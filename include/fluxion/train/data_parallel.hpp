@@ -56,7 +56,8 @@ namespace detail {
 int data_parallel_shares(int64_t n);
 // Runs body(share) for share = 0 .. shares-1, one per OpenMP thread; after all have finished,
 // sets every out[i] = sum_s weights[s] * leaves[s][i] (leaves[s][i] of one shape and dtype; a
-// leaf that is an allocation-free zero in every share stays one), the sum split across the
+// leaf that is an allocation-free zero in every share stays one; out[i] is leaves[0][i] itself,
+// written over, when that is the only handle on a dense buffer), the sum split across the
 // same threads; then each thread clears leaves[share] and calls release(share). The first
 // exception a share throws is rethrown after the others finish.
 void run_shares(int shares, const std::function<void(int)>& body,
@@ -101,7 +102,9 @@ auto split_withgradient(const std::vector<int64_t>& bounds, std::vector<double>*
     weights[size_t(s)] = double(hi - lo) / double(n);
     auto share = [&](const Model& m) { return f(m, fx::slice(batch, 0, lo, hi)...); };
     parts[size_t(s)].emplace(withgradient(share, model));
-    for_each_tensor(parts[size_t(s)]->grad, [&](Tensor& t) { leaves[size_t(s)].push_back(t); });
+    // Moved, not copied: a leaf that is then its buffer's only handle can take the sum in place.
+    for_each_tensor(parts[size_t(s)]->grad,
+                    [&](Tensor& t) { leaves[size_t(s)].push_back(std::move(t)); });
     if (seconds)
       (*seconds)[size_t(s)] =
           std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
