@@ -231,11 +231,12 @@ for n in ns:
 w("")
 
 w("## MLP training (Fashion-MNIST 784-256-128-10, Adam, batch 128)\n")
-w("| threads | fluxion epoch (s) | libtorch epoch (s) | ratio | fluxion test acc | libtorch test acc | peak RSS (MB, both in one process) |")
-w("|---|---|---|---|---|---|---|")
+w("| threads | fluxion epoch (s) | libtorch epoch (s) | fluxion images/s | libtorch images/s | ratio | fluxion test acc | libtorch test acc | peak RSS (MB, both in one process) |")
+w("|---|---|---|---|---|---|---|---|---|")
 for t in (1, 2):
     rss = r.get(f"mlp_t{t}_peak_rss_kb")
     w(f"| {t} | {g(f'mlp_t{t}_fluxion_epoch_s', '{:.3f}')} | {g(f'mlp_t{t}_libtorch_epoch_s', '{:.3f}')} | "
+      f"{g(f'mlp_t{t}_fluxion_images_per_s', '{:.0f}')} | {g(f'mlp_t{t}_libtorch_images_per_s', '{:.0f}')} | "
       f"{g(f'mlp_t{t}_ratio', '{:.3f}')} | {g(f'mlp_t{t}_fluxion_test_accuracy', '{:.4f}')} | "
       f"{g(f'mlp_t{t}_libtorch_test_accuracy', '{:.4f}')} | {float(rss)/1024:.0f} |" if rss else "")
 w("")

@@ -3,6 +3,7 @@
 //
 //   OPENBLAS_NUM_THREADS=2 ./build/bench/train_mlp --threads 2 --epochs 3
 //   fluxion_epoch_s=...  libtorch_epoch_s=...  ratio=...   (fluxion / libtorch: below 1 is faster)
+//   fluxion_images_per_s=...  libtorch_images_per_s=...   (training images per second)
 //   fluxion_test_accuracy=...  libtorch_test_accuracy=...    (after all timed epochs)
 //
 //   OPENBLAS_NUM_THREADS=2 ./build/bench/train_mlp --threads 1,2 --epochs 5
@@ -303,18 +304,22 @@ int main(int argc, char** argv) {
     std::printf("\n");
     std::fflush(stdout);
   }
-  // One thread count prints plain names; several prefix theirs with tT_.
+  // One thread count prints plain names; several prefix theirs with tT_. Images per second: the
+  // training set over the median epoch time.
+  const double images = double(runs[0]->loader.num_samples());
   for (auto& run : runs) {
     std::string pre;
     if (runs.size() > 1) pre.append("t").append(std::to_string(run->threads)).append("_");
     set_threads(run->threads);
     const double f = median(run->fluxion_s);
     std::printf("%sfluxion_epoch_s=%.4f\n", pre.c_str(), f);
+    std::printf("%sfluxion_images_per_s=%.0f\n", pre.c_str(), images / f);
     std::printf("%sfluxion_test_accuracy=%.4f\n", pre.c_str(),
                 fx::train::accuracy(run->model, test.images, test.labels));
 #ifdef FLUXION_BENCH_TORCH
     const double t = median(run->torch_s);
     std::printf("%slibtorch_epoch_s=%.4f\n", pre.c_str(), t);
+    std::printf("%slibtorch_images_per_s=%.0f\n", pre.c_str(), images / t);
     std::printf("%slibtorch_test_accuracy=%.4f\n", pre.c_str(), torch_accuracy(run->tmodel, tex, tey));
     std::printf("# ratio = fluxion / libtorch epoch time: below 1 means fluxion is faster\n");
     std::printf("%sratio=%.3f\n", pre.c_str(), f / t);
