@@ -4,6 +4,7 @@
 #include "fluxion/train/data_parallel.hpp"
 
 #include "fluxion/ops/elementwise.hpp"
+#include "ops/fused.hpp"  // sole_dense_handle
 
 #include <omp.h>
 
@@ -36,15 +37,6 @@ bool is_broadcast_zero(const Tensor& t) {
   for (int d = 0; d < t.ndim(); ++d)
     if (t.stride(d) != 0 && t.shape()[d] != 1) return false;
   return t.numel() > 1;
-}
-
-// Whether t is the one handle on a dense buffer that nothing else views and no tape tracks: the
-// combined gradient may then be written over it.
-bool sole_dense_handle(const Tensor& t) {
-  const TensorImpl* p = t.impl();
-  return p->refs.load(std::memory_order_acquire) == 1 &&
-         p->storage->refs.load(std::memory_order_acquire) == 1 && p->ntags == 0 &&
-         t.is_contiguous();
 }
 
 // out[lo, hi) = sum_s w[s] * part[s][lo, hi) for dense parts of one dtype; out may be part[0].
