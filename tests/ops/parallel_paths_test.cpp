@@ -1,7 +1,7 @@
 // The multi-threaded paths of the CPU kernels, on sizes above their thresholds, agree with the
-// reference backend and with one thread: matmul split by rows of C, 2-d elementwise layouts with
-// a transposed operand (walked in tiles), the fused relu pullback, the optimiser loop and the
-// DataLoader's row gather. Two threads are requested whatever the machine has.
+// reference backend and with one thread: matmul split by rows or columns of C, 2-d elementwise
+// layouts with a transposed operand (walked in tiles), the fused relu pullback, the optimiser
+// loop and the DataLoader's row gather. Two threads are requested whatever the machine has.
 #include <gtest/gtest.h>
 #include <omp.h>
 
@@ -45,17 +45,20 @@ bool same_bits(const Tensor& a, const Tensor& b) {
   return std::memcmp(x.raw_data(), y.raw_data(), size_t(x.numel()) * fx::itemsize(x.dtype())) == 0;
 }
 
-TEST(ParallelPaths, MatmulSplitByRowsMatchesReference) {
+TEST(ParallelPaths, MatmulSplitByRowsOrColumnsMatchesReference) {
   fx::Generator gen(3);
   struct Case {
     int64_t m, k, n;
     bool ta, tb;  // operands given as transposed views
   };
   // The MLP's products (both layouts of each operand), an odd row count, few rows, and a
-  // product just above the split threshold.
+  // product just above the split threshold. Split by columns (B the largest operand): Dense's
+  // x @ W^T, odd column counts, B plain and transposed.
   const Case cases[] = {{256, 784, 128, false, true}, {256, 128, 784, true, false},
                         {256, 128, 128, true, true},  {37, 300, 91, false, false},
-                        {10, 128, 128, false, true},  {64, 64, 40, false, false}};
+                        {10, 128, 128, false, true},  {64, 64, 40, false, false},
+                        {128, 784, 256, false, true}, {40, 300, 91, false, false},
+                        {33, 200, 151, true, true}};
   for (fx::DType t : {fx::f32, fx::f64}) {
     const double tol = t == fx::f32 ? 1e-4 : 1e-12;
     for (const Case& c : cases) {

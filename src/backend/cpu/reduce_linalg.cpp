@@ -373,6 +373,14 @@ void gemm(bool ta, bool tb, int64_t m, int64_t n, int64_t k, const T* a, int64_t
 // start its own threads inside ours, so it keeps its own threading). k is never split: every
 // element of C is summed by one call. Below kParallelGemm (m*n*k: a few microseconds of work) or
 // kGemmRowsMin rows per thread the split costs more than it saves.
+//
+// When B is the largest of the three matrices (n > m and k > m: Dense's x @ W^T, W^T 784 x 256
+// against a 128-row batch), C is split by columns instead, so each thread reads half of B, not
+// all of it. For a layer's weight that half is the same every step, and it is the half that the
+// thread's share of the optimiser loop (a static split of W's rows) and of W's gradient product
+// (C = dW split by rows) touch too: W stays in that core's cache from one op to the next. With
+// the row split every thread read all of W, half of it just written by the other core. A 2-thread
+// MLP epoch with intra-op threading took 0.30 s instead of 0.33 s (1 thread: 0.49 s).
 constexpr int64_t kParallelGemm = int64_t(1) << 17;
 constexpr int64_t kGemmRowsMin = 4;
 
@@ -383,24 +391,34 @@ bool blas_runs_in_our_team() {
   return yes;
 }
 
-int gemm_threads(int64_t m, int64_t n, int64_t k) {
-  if (!blas_runs_in_our_team() || m * n * k < kParallelGemm || omp_in_parallel()) return 1;
-  return int(std::min<int64_t>(omp_get_max_threads(), m / kGemmRowsMin));
+// Threads for a product of m n k multiply-adds whose C is split into `split` rows (or columns).
+int gemm_threads(int64_t split, int64_t mnk) {
+  if (!blas_runs_in_our_team() || mnk < kParallelGemm || omp_in_parallel()) return 1;
+  return int(std::min<int64_t>(omp_get_max_threads(), split / kGemmRowsMin));
 }
 
-// gemm with the rows of C split across threads (see above); a and c are row blocks of themselves.
+// gemm with the rows (or columns) of C split across threads (see above); each thread's call reads
+// its block of rows of op(A) (columns of op(B)) in place.
 template <class T>
 void gemm_rows(bool ta, bool tb, int64_t m, int64_t n, int64_t k, const T* a, int64_t lda,
                const T* b, int64_t ldb, T* c, int64_t ldc) {
-  const int threads = gemm_threads(m, n, k);
+  const bool by_cols = n > m && k > m;
+  const int threads = gemm_threads(by_cols ? n : m, m * n * k);
   if (threads <= 1) return gemm<T>(ta, tb, m, n, k, a, lda, b, ldb, c, ldc);
 #pragma omp parallel num_threads(threads)
   {
     const int t = omp_get_thread_num(), nt = omp_get_num_threads();
-    const int64_t r0 = m * t / nt, r1 = m * (t + 1) / nt;
-    // Row r of op(A): a + r * lda when A is stored m x k, a + r when it is stored k x m.
-    if (r1 > r0)
-      gemm<T>(ta, tb, r1 - r0, n, k, a + (ta ? r0 : r0 * lda), lda, b, ldb, c + r0 * ldc, ldc);
+    if (by_cols) {
+      const int64_t c0 = n * t / nt, c1 = n * (t + 1) / nt;
+      // Column j of op(B): b + j when B is stored k x n, b + j * ldb when it is stored n x k.
+      if (c1 > c0)
+        gemm<T>(ta, tb, m, c1 - c0, k, a, lda, b + (tb ? c0 * ldb : c0), ldb, c + c0, ldc);
+    } else {
+      const int64_t r0 = m * t / nt, r1 = m * (t + 1) / nt;
+      // Row r of op(A): a + r * lda when A is stored m x k, a + r when it is stored k x m.
+      if (r1 > r0)
+        gemm<T>(ta, tb, r1 - r0, n, k, a + (ta ? r0 : r0 * lda), lda, b, ldb, c + r0 * ldc, ldc);
+    }
   }
 }
 
