@@ -82,7 +82,10 @@ run mlp_t1 mlp_t1_ env OMP_NUM_THREADS=1 OPENBLAS_NUM_THREADS=1 "$B/train_mlp" -
 run mlp_t2 mlp_t2_ env OMP_NUM_THREADS=2 OPENBLAS_NUM_THREADS=2 "$B/train_mlp" --threads 2 "${MLP_OPTS[@]}"
 # The 2-thread speedup from one process whose 1- and 2-thread epochs alternate: the median of
 # per-repetition ratios, so the machine's speed drifting between the two runs above stays out.
+# fluxion's two ways of using 2 threads for a step, each timed this way: the batch split across
+# threads (train_mlp's default, fx::train::DataParallel) and each large op split (--parallel ops).
 run mlp_scaling mlp_scaling_ env OMP_NUM_THREADS=2 OPENBLAS_NUM_THREADS=2 "$B/train_mlp" --threads 1,2 "${MLP_OPTS[@]}"
+run mlp_scaling_ops mlp_scaling_ops_ env OMP_NUM_THREADS=2 OPENBLAS_NUM_THREADS=2 "$B/train_mlp" --threads 1,2 --parallel ops "${MLP_OPTS[@]}"
 if [ -x "$B/scalar_ad" ]; then
   run scalar_ad scalar_ad_ env OMP_NUM_THREADS=1 OPENBLAS_NUM_THREADS=1 "$B/scalar_ad"
 fi
@@ -109,8 +112,10 @@ rat = [r.get(f"lstm_overhead_ratio_layers{n}") for n in (1, 2, 3)]
 if all(rat): out.append(("acceptance_lstm_overhead_ratio_max", max(rat)))
 if all(per): out.append(("acceptance_lstm_ns_per_op_spread", max(per) / min(per) - 1))
 if "mlp_t1_ratio" in r: out.append(("acceptance_mlp_t1_ratio_fluxion_libtorch", r["mlp_t1_ratio"]))
-if "mlp_scaling_fluxion_speedup_t2_vs_t1" in r:
-    out.append(("acceptance_mlp_speedup_t2_vs_t1", r["mlp_scaling_fluxion_speedup_t2_vs_t1"]))
+# The better of fluxion's two threading modes (as ADBench takes the best of tensor and scalar).
+speedups = [r[k] for k in ("mlp_scaling_fluxion_speedup_t2_vs_t1",
+                           "mlp_scaling_ops_fluxion_speedup_t2_vs_t1") if k in r]
+if speedups: out.append(("acceptance_mlp_speedup_t2_vs_t1", max(speedups)))
 mm = [v for k, v in r.items() if (m := re.fullmatch(r"matmul_ratio_(\d+)", k)) and int(m.group(1)) >= 256]
 if mm: out.append(("acceptance_matmul_ratio_min_ge256", min(mm)))
 for kind in ("gmm", "lstm"):
@@ -194,7 +199,7 @@ for k, t in [("acceptance_lstm_overhead_ratio_max", "≤ 0.0333 (1/30 of libtorc
              ("acceptance_ba_ratio_fluxion_torch_max", "(informative)"),
              ("acceptance_ba_max_rel_err", "≤ 1e-8"),
              ("acceptance_mlp_t1_ratio_fluxion_libtorch", "≤ 1"),
-             ("acceptance_mlp_speedup_t2_vs_t1", "≥ 1.7"),
+             ("acceptance_mlp_speedup_t2_vs_t1", "≥ 1.7 (the better of batch split and op split)"),
              ("acceptance_matmul_ratio_min_ge256", "≥ 0.9")]:
     w(f"| `{k}` | {g(k, '{:.4g}')} | {t} |")
 w("")
@@ -242,8 +247,12 @@ for t in (1, 2):
 w("")
 w("Two-thread speedup (epoch time at 1 thread ÷ at 2), from one process in which each thread count "
   "trains its own copy of both models and the counts take their epochs in turn; median of the "
-  f"per-repetition ratios: fluxion {g('mlp_scaling_fluxion_speedup_t2_vs_t1', '{:.3f}')}, "
-  f"libtorch {g('mlp_scaling_libtorch_speedup_t2_vs_t1', '{:.3f}')}.\n")
+  f"per-repetition ratios: fluxion {g('mlp_scaling_fluxion_speedup_t2_vs_t1', '{:.3f}')} with the "
+  "batch split across threads (`fx::train::DataParallel`, the rows above), "
+  f"{g('mlp_scaling_ops_fluxion_speedup_t2_vs_t1', '{:.3f}')} with each large op split "
+  f"(`--parallel ops`: {g('mlp_scaling_ops_t2_fluxion_epoch_s', '{:.3f}')} s per 2-thread epoch); "
+  f"libtorch {g('mlp_scaling_libtorch_speedup_t2_vs_t1', '{:.3f}')} "
+  f"and {g('mlp_scaling_ops_libtorch_speedup_t2_vs_t1', '{:.3f}')} in the same two runs.\n")
 
 def adbench_table(prefix, title, keys):
     w(f"## {title}\n")
