@@ -1,7 +1,7 @@
 // The multi-threaded paths of the CPU kernels, on sizes above their thresholds, agree with the
 // reference backend and with one thread: matmul split by rows or columns of C, 2-d elementwise
-// layouts with a transposed operand (walked in tiles), the fused relu pullback, the optimiser
-// loop and the DataLoader's row gather. Two threads are requested whatever the machine has.
+// layouts with a transposed operand (walked in tiles), sums over rows, the fused relu pullback,
+// the optimiser loop and the DataLoader's row gather. Two threads are requested whatever the machine has.
 #include <gtest/gtest.h>
 #include <omp.h>
 
@@ -125,6 +125,26 @@ TEST(ParallelPaths, FusedReluPullbackMatchesComposedRule) {
   auto [y, back] = fx::pullback([](const Tensor& v) { return fx::relu(v); }, x);
   Tensor dy = fx::tensor({5.0, 6.0, 7.0, std::nan("")});
   EXPECT_TRUE(same_bits(back(dy), fx::where(y > 0.0, dy, 0.0)));
+}
+
+// A sum over the leading rows (a bias gradient: one output row of 200 columns) splits its
+// columns across threads; a sum with several output rows splits those. Either way each output
+// adds its terms in the same order as on one thread.
+TEST(ParallelPaths, SumOverRowsSplitsColumnsOrRowsBitForBit) {
+  fx::Generator gen(12);
+  for (fx::DType t : {fx::f32, fx::f64}) {
+    Tensor x = fx::randn({300, 200}, gen, t), b = fx::randn({3, 150, 90}, gen, t);
+    for (const auto& [in, axes] : {std::pair{x, fx::Axes{0}}, std::pair{b, fx::Axes{1}}}) {
+      Tensor two = with_threads(2, [&] { return fx::sum(in, axes); });
+      Tensor one = with_threads(1, [&] { return fx::sum(in, axes); });
+      Tensor sq2 = with_threads(2, [&] { return fx::sum_squares(in, axes); });
+      Tensor sq1 = with_threads(1, [&] { return fx::sum_squares(in, axes); });
+      EXPECT_TRUE(same_bits(one, two)) << in.shape();
+      EXPECT_TRUE(same_bits(sq1, sq2)) << in.shape();
+      Tensor ref = on_reference([&] { return fx::sum(in, axes); });
+      EXPECT_TRUE(fx::allclose(two, ref, 1e-5, 1e-5)) << in.shape();
+    }
+  }
 }
 
 TEST(ParallelPaths, AdamOnTwoThreadsMatchesOneThread) {

@@ -172,13 +172,18 @@ bool sum(const KernelCall& c) {
         }
       });
     } else {  // out[o][j] = sum over rows r: accumulate row by row (unit stride)
-      split_range(outer, threads, [&](int64_t o0, int64_t o1) {
+      // With fewer outputs rows than threads (a bias gradient: outer = 1) the columns are split
+      // instead; each output still adds its terms in row order.
+      const bool by_cols = outer < threads;
+      split_range(by_cols ? inner : outer, threads, [&](int64_t a0, int64_t a1) {
+        const int64_t o0 = by_cols ? 0 : a0, o1 = by_cols ? outer : a1;
+        const int64_t j0 = by_cols ? a0 : 0, j1 = by_cols ? a1 : inner;
         for (int64_t o = o0; o < o1; ++o) {
           T* out = op + o * inner;
-          std::fill_n(out, inner, T(0));
+          std::fill(out + j0, out + j1, T(0));
           for (int64_t row = 0; row < red; ++row) {
             const T* p = xp + (o * red + row) * inner;
-            for (int64_t j = 0; j < inner; ++j) out[j] += term<Square>(p[j]);
+            for (int64_t j = j0; j < j1; ++j) out[j] += term<Square>(p[j]);
           }
         }
       });
