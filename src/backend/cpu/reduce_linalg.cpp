@@ -172,7 +172,7 @@ bool sum(const KernelCall& c) {
         }
       });
     } else {  // out[o][j] = sum over rows r: accumulate row by row (unit stride)
-      // With fewer outputs rows than threads (a bias gradient: outer = 1) the columns are split
+      // With fewer output rows than threads (a bias gradient: outer = 1) the columns are split
       // instead; each output still adds its terms in row order.
       const bool by_cols = outer < threads;
       split_range(by_cols ? inner : outer, threads, [&](int64_t a0, int64_t a1) {
@@ -405,7 +405,7 @@ int gemm_threads(int64_t split, int64_t mnk) {
 // gemm with the rows (or columns) of C split across threads (see above); each thread's call reads
 // its block of rows of op(A) (columns of op(B)) in place.
 template <class T>
-void gemm_rows(bool ta, bool tb, int64_t m, int64_t n, int64_t k, const T* a, int64_t lda,
+void gemm_split(bool ta, bool tb, int64_t m, int64_t n, int64_t k, const T* a, int64_t lda,
                const T* b, int64_t ldb, T* c, int64_t ldc) {
   const bool by_cols = n > m && k > m;
   const int threads = gemm_threads(by_cols ? n : m, m * n * k);
@@ -648,11 +648,11 @@ bool matmul(const KernelCall& c) {
         T* s = scratch.data<T>();
         for (int64_t p = 0; p < k; ++p)
           for (int64_t j = 0; j < n; ++j) s[p * n + j] = bp[j * mb.ld + p];
-        gemm_rows<T>(false, false, m, n, k, a.data<T>() + ao, ma.ld, s,
+        gemm_split<T>(false, false, m, n, k, a.data<T>() + ao, ma.ld, s,
                      std::max<int64_t>(n, 1), op + bi * m * n, std::max<int64_t>(n, 1));
         continue;
       }
-      gemm_rows<T>(ma.trans, mb.trans, m, n, k, a.data<T>() + ao, ma.ld, bp, mb.ld,
+      gemm_split<T>(ma.trans, mb.trans, m, n, k, a.data<T>() + ao, ma.ld, bp, mb.ld,
                    op + bi * m * n, std::max<int64_t>(n, 1));
     }
   };
@@ -718,7 +718,7 @@ bool matmul_backward(const KernelCall& c) {
                                      a.stride(nd - 1), gp, dy.stride(nd - 2), db + bi * k * n,
                                      std::make_integer_sequence<int, kNarrowCols>());
           else
-            gemm_rows<T>(at.trans, g.trans, k, n, m, a.data<T>() + ao, at.ld, gp, g.ld,
+            gemm_split<T>(at.trans, g.trans, k, n, m, a.data<T>() + ao, at.ld, gp, g.ld,
                          db + bi * k * n, n);
         };
         if (in_place) {
@@ -729,7 +729,7 @@ bool matmul_backward(const KernelCall& c) {
                               b.stride(nd - 2), gw);
           } else {
             std::vector<T> scratch(static_cast<size_t>(m * k));
-            gemm_rows<T>(g.trans, bt.trans, m, k, n, gp, g.ld, b.data<T>() + bo, bt.ld,
+            gemm_split<T>(g.trans, bt.trans, m, k, n, gp, g.ld, b.data<T>() + bo, bt.ld,
                          scratch.data(), k);
             std::copy(scratch.begin(), scratch.end(), gw);
           }
@@ -739,7 +739,7 @@ bool matmul_backward(const KernelCall& c) {
           narrow_product<T>(0, m, k, n, gp, dy.stride(nd - 2), dy.stride(nd - 1), b.data<T>() + bo,
                             b.stride(nd - 1), b.stride(nd - 2), da + bi * m * k);
         else
-          gemm_rows<T>(g.trans, bt.trans, m, k, n, gp, g.ld, b.data<T>() + bo, bt.ld,
+          gemm_split<T>(g.trans, bt.trans, m, k, n, gp, g.ld, b.data<T>() + bo, bt.ld,
                        da + bi * m * k, k);
         weight_side();
       }
