@@ -1,6 +1,8 @@
 // Dense: construction checks and the forward pass.
 #include "fluxion/nn/dense.hpp"
 
+#include <optional>
+
 #include "fluxion/nn/init.hpp"
 #include "fluxion/ops/elementwise.hpp"
 #include "fluxion/ops/linalg.hpp"
@@ -31,30 +33,28 @@ Dense::Dense(Tensor w, Tensor b, Activation act)
 
 namespace {
 
-// x @ W^T + b for 2-d x (N, in). The product comes out dense in the (N, out) layout that the
-// bias, the activation and their backward passes read; matmul's pullback gives W^T's adjoint as
-// the transpose of a dense (out, in) product, so dW is dense in W's own layout too. (The
-// previous form, (W @ x^T)^T, left y transposed: every elementwise op after it read it through
-// strides, 6x slower than dense, ~10% of a 784-256-128-10 MLP's training step.)
-Tensor affine(const Tensor& x, const Tensor& w, const Tensor& b) {
-  Tensor y = matmul(x, transpose(w));
-  return b.defined() ? y + b : y;
+// The epilogue fx::linear fuses for an activation, if it has one: the layer's affine map and its
+// nonlinearity then run as one primitive (see fx::linear), with the same values.
+std::optional<Epilogue> epilogue_of(Activation act) {
+  if (act == static_cast<Activation>(identity)) return Epilogue::identity;
+  if (act == static_cast<Activation>(relu)) return Epilogue::relu;
+  if (act == static_cast<Activation>(tanh)) return Epilogue::tanh;
+  if (act == static_cast<Activation>(sigmoid)) return Epilogue::sigmoid;
+  return std::nullopt;
 }
 
 }  // namespace
 
+// x @ W^T + b: the product comes out dense in the (N, out) layout that the activation reads, and
+// W's gradient comes out dense in W's own (out, in) layout, where the optimiser reads it in place.
 Tensor Dense::operator()(const Tensor& x) const {
   FX_CHECK(weight.defined(), "fx::nn::Dense: called without a weight (default-constructed)");
   FX_CHECK(x.defined(), "fx::nn::Dense: undefined input");
   FX_CHECK(x.ndim() >= 1 && x.size(-1) == weight.size(1), "fx::nn::Dense: input ", x.shape(),
            " does not fit weight ", weight.shape(), ": the last dimension must be ",
            weight.size(1));
-  if (x.ndim() == 2) return act(affine(x, weight, bias));
-  // Other ranks fold their batch dimensions into one, so there is still a single GEMM and no
-  // per-batch copy of W in the reverse pass.
-  Shape out = x.shape();
-  out[out.size() - 1] = weight.size(0);
-  return act(reshape(affine(reshape(x, {-1, weight.size(1)}), weight, bias), out));
+  if (auto e = epilogue_of(act)) return linear(x, weight, bias, *e);
+  return act(linear(x, weight, bias));
 }
 
 }  // namespace fx::nn

@@ -27,6 +27,12 @@ extern Primitive mul_backward_p;
 // from memory once and again from cache. With params.i[0] set, dA is written over dy (which
 // must be contiguous, shaped like a, and held by nothing else) and the output is dB alone.
 extern Primitive matmul_backward_p;
+// (dy, x, w, y) -> [dx | dW | db] for y = linear(x, w, b, act) (2-d x, f32 or f64): dz = dy act'(y),
+// then dx = dz w, dW = dz^T x and db = the column sums of dz, flat in one buffer in that order,
+// each row-major; params.i[0] is the Epilogue, params.i[1] the bits 1, 2, 4 of the cotangents to
+// compute (dx, dW, db). With params.i[2] set, dz is written over dy (contiguous, held by nothing
+// else).
+extern Primitive linear_backward_p;
 
 // Whether device d has a kernel for p (fused entries may lack one on some devices; the caller
 // then runs the composed rule).

@@ -1,4 +1,5 @@
-// Rows for matmul (2-d, vectors, batched with broadcasting, empty inner dimension) and dot.
+// Rows for matmul (2-d, vectors, batched with broadcasting, empty inner dimension), dot and
+// linear; linear against the ops it fuses.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -42,6 +43,24 @@ std::vector<Row> linalg_rows() {
        [](const Args& a) { return fx::matmul(a[0], fx::transpose(a[1], -2, -1)); },
        {.cases = pairs({{{4, 130, 10}, {4, 10, 10}}, {{33, 3}, {11, 3}}})}},
       {"dot", bin(fx::dot), {.cases = pairs({{{17}, {17}}, {{1}, {1}}, {{0}, {0}}})}},
+      // linear(x, w, b, act) = act(x @ w^T + b): a 3-d x folds into one product; empty batches
+      // and an empty inner dimension (the output is then act(b)) run too.
+      {"linear", [](const Args& a) { return fx::linear(a[0], a[1], a[2]); },
+       {.cases = {{In{{45, 65}}, In{{33, 65}}, In{{33}}},
+                  {In{{7}}, In{{3, 7}}, In{{3}}},
+                  {In{{2, 3, 5}}, In{{4, 5}}, In{{4}}},
+                  {In{{0, 4}}, In{{3, 4}}, In{{3}}},
+                  {In{{5, 0}}, In{{3, 0}}, In{{3}}}}}},
+      {"linear_relu", [](const Args& a) { return fx::linear(a[0], a[1], a[2], Epilogue::relu); },
+       {.cases = {{In{{9, 12}}, In{{6, 12}}, In{{6}}}, {In{{2, 3, 5}}, In{{4, 5}}, In{{4}}}}}},
+      {"linear_tanh", [](const Args& a) { return fx::linear(a[0], a[1], a[2], Epilogue::tanh); },
+       {.cases = {{In{{9, 12}}, In{{6, 12}}, In{{6}}}}}},
+      {"linear_sigmoid",
+       [](const Args& a) { return fx::linear(a[0], a[1], a[2], Epilogue::sigmoid); },
+       {.cases = {{In{{9, 12}}, In{{6, 12}}, In{{6}}}}}},
+      {"linear_without_bias",
+       [](const Args& a) { return fx::linear(a[0], a[1], Tensor(), Epilogue::relu); },
+       {.cases = pairs({{{9, 12}, {6, 12}}, {{40, 3}, {2, 3}}})}},
   };
 }
 
@@ -85,6 +104,52 @@ TEST(Linalg, F32ProductsOnBothGemmLibrariesMatchF64) {
         EXPECT_GT(fx::max(fx::abs(want)).item(), 1.0);  // not a product of zeros
       }
   }
+}
+
+// The fused layer against the ops it fuses, through the CPU kernels, on products large enough
+// to split across threads (and a narrow and a tiny one): the forward bit for bit for identity
+// and relu (tanh and sigmoid within their polynomials' ULP), every gradient against the composed
+// ops' gradient.
+using fx::Epilogue;
+
+TEST(Linalg, LinearMatchesTheComposedOps) {
+  fx::Generator gen(5);
+  struct Case { int64_t m, n, k; };
+  for (Case c : {Case{128, 256, 96}, Case{96, 64, 200}, Case{128, 10, 64}, Case{3, 4, 5}})
+    for (auto act : {Epilogue::identity, Epilogue::relu, Epilogue::tanh, Epilogue::sigmoid}) {
+      SCOPED_TRACE(::testing::Message() << c.m << "x" << c.k << " -> " << c.n << " epilogue "
+                                        << int(act));
+      fx::Tensor x = fx::randn({c.m, c.k}, gen), w = fx::randn({c.n, c.k}, gen) * 0.1,
+                 b = fx::randn({c.n}, gen);
+      auto composed = [act](const fx::Tensor& x, const fx::Tensor& w, const fx::Tensor& b) {
+        fx::Tensor z = fx::matmul(x, fx::transpose(w)) + b;
+        return act == Epilogue::relu ? fx::relu(z) : act == Epilogue::tanh ? fx::tanh(z)
+               : act == Epilogue::sigmoid ? fx::sigmoid(z) : z;
+      };
+      auto fused = [act](const fx::Tensor& x, const fx::Tensor& w, const fx::Tensor& b) {
+        return fx::linear(x, w, b, act);
+      };
+      fx::Tensor y = fused(x, w, b), want = composed(x, w, b);
+      const bool exact = act == Epilogue::identity || act == Epilogue::relu;
+      if (exact)
+        EXPECT_EQ(fx::to_vector<float>(y), fx::to_vector<float>(want));
+      else
+        EXPECT_LT(fx::max(fx::abs(y - want)).item(), 1e-6);
+      auto loss = [](auto f) {
+        return [f](const fx::Tensor& x, const fx::Tensor& w, const fx::Tensor& b) {
+          fx::Tensor y = f(x, w, b);
+          return fx::sum(y * y);  // a cotangent that differs per element
+        };
+      };
+      auto [gx, gw, gb] = fx::gradient(loss(fused), x, w, b);
+      auto [hx, hw, hb] = fx::gradient(loss(composed), x, w, b);
+      for (auto [g, h] : {std::pair{gx, hx}, {gw, hw}, {gb, hb}}) {
+        ASSERT_EQ(g.shape(), h.shape());
+        const double scale = 1 + fx::max(fx::abs(h)).item();
+        EXPECT_LT(fx::max(fx::abs(g - h)).item(), 1e-5 * scale);
+      }
+      EXPECT_GT(fx::max(fx::abs(gw)).item(), 0.0);  // a gradient that did flow
+    }
 }
 
 }  // namespace

@@ -1,5 +1,6 @@
 // The multi-threaded paths of the CPU kernels, on sizes above their thresholds, agree with the
-// reference backend and with one thread: matmul split by rows or columns of C, 2-d elementwise
+// reference backend and with one thread: matmul split by rows or columns of C, linear's epilogue
+// and fused pullback, 2-d elementwise
 // layouts with a transposed operand (walked in tiles), sums over rows, the fused relu pullback,
 // the optimiser loop and the DataLoader's row gather. Two threads are requested whatever the machine has.
 #include <gtest/gtest.h>
@@ -75,6 +76,56 @@ TEST(ParallelPaths, MatmulSplitByRowsOrColumnsMatchesReference) {
   Tensor a = fx::randn({3, 96, 200}, gen), b = fx::randn({3, 200, 72}, gen);
   Tensor two = with_threads(2, [&] { return fx::matmul(a, b); });
   EXPECT_TRUE(fx::allclose(two, on_reference([&] { return fx::matmul(a, b); }), 1e-4, 1e-4));
+}
+
+// fx::linear on two threads: the forward's epilogue on each thread's block of C (split by
+// columns or by rows), and the fused pullback's column blocks of dz, db and dW, then (after the
+// barrier) its row blocks of dx.
+TEST(ParallelPaths, LinearEpilogueAndFusedPullbackMatchReference) {
+  fx::Generator gen(9);
+  struct Case {
+    int64_t m, k, n;
+    bool tx;  // x given as a transposed view
+  };
+  const Case cases[] = {{128, 784, 256, false}, {128, 256, 128, false}, {37, 300, 91, true},
+                        {200, 64, 30, false}};
+  for (fx::DType t : {fx::f32, fx::f64}) {
+    const double tol = t == fx::f32 ? 1e-4 : 1e-12;
+    for (const Case& c : cases)
+      for (auto act : {fx::Epilogue::relu, fx::Epilogue::sigmoid, fx::Epilogue::identity}) {
+        SCOPED_TRACE(::testing::Message() << c.m << "x" << c.k << "x" << c.n << " epilogue "
+                                          << int(act) << " " << fx::dtype_name(t));
+        Tensor x = c.tx ? fx::transpose(fx::randn({c.k, c.m}, gen, t)) : fx::randn({c.m, c.k}, gen, t);
+        Tensor w = fx::randn({c.n, c.k}, gen, t) * 0.1, b = fx::randn({c.n}, gen, t);
+        Tensor dy = fx::randn({c.m, c.n}, gen, t);
+        auto run = [&] {
+          auto [y, back] = fx::pullback(
+              [&](const Tensor& x, const Tensor& w, const Tensor& b) {
+                return fx::linear(x, w, b, act);
+              },
+              x, w, b);
+          auto [gx, gw, gb] = back(dy);
+          return std::vector<Tensor>{y, gx, gw, gb};
+        };
+        std::vector<Tensor> two, one, ref;
+        {
+          Threads th(2);
+          two = run();
+        }
+        {
+          Threads th(1);
+          one = run();
+        }
+        {
+          fx::testing::BackendScope scope(fx::testing::Backends::reference);
+          ref = run();
+        }
+        for (size_t i = 0; i < two.size(); ++i) {
+          EXPECT_TRUE(fx::allclose(two[i], ref[i], tol, tol)) << "output " << i;
+          EXPECT_TRUE(fx::allclose(two[i], one[i], tol, tol)) << "output " << i;
+        }
+      }
+  }
 }
 
 TEST(ParallelPaths, TransposedOperandsWalkedInTilesMatchReference) {

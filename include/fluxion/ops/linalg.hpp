@@ -1,8 +1,9 @@
-// Matrix products through OpenBLAS.
+// Matrix products through OpenBLAS and oneDNN, and the fused affine map of a dense layer.
 //
 //   auto y = fx::matmul(x, w.t());   // (N, in) @ (in, out); transposed views cost no copy
 //   auto z = fx::matmul(a, b);       // (B, m, k) @ (k, n): batch dims broadcast
 //   auto v = fx::matmul(m, x);       // (m, k) @ (k,) -> (m,)
+//   auto h = fx::linear(x, w, b, fx::Epilogue::relu);   // relu(x @ w^T + b), one primitive
 #pragma once
 #include "fluxion/core/tensor.hpp"
 
@@ -10,5 +11,19 @@ namespace fx {
 
 Tensor matmul(const Tensor& a, const Tensor& b);
 Tensor dot(const Tensor& a, const Tensor& b);  // 1-d inner product -> 0-d
+
+// The activation fx::linear applies to the product (a GEMM epilogue, as cuBLASLt and oneDNN
+// call it). Each is computed, and differentiated, from its output alone.
+enum class Epilogue : int64_t { identity, relu, tanh, sigmoid };
+
+// act(x @ w^T + b) for x (..., in), w (out, in) and b (out,) or undefined: a fully connected
+// layer (fx::nn::Dense) as one primitive. The same values as the composed ops, at less cost:
+// each thread adds the bias and applies act to the block of the product it has just computed,
+// and the reverse pass (act', the bias sum, dW in w's layout and dx) is one pass as well, so a
+// layer's step runs as two parallel regions rather than five or six, with no intermediate
+// tensors. Leading dimensions of x fold into one product. Integer and complex operands run the
+// composed ops instead.
+Tensor linear(const Tensor& x, const Tensor& w, const Tensor& b = Tensor(),
+              Epilogue act = Epilogue::identity);
 
 }  // namespace fx

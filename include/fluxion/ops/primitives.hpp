@@ -20,7 +20,7 @@ namespace fx {
   /* reductions */ X(sum) X(max) X(min) X(argmax) X(argmin) X(logsumexp) X(sum_squares)                               \
   /* views and their adjoints */ X(reshape) X(permute) X(slice) X(pad_slice) X(slice_set) X(expand)       \
   X(concat)                                                                                   \
-  /* linear algebra */ X(matmul)                                                             \
+  /* linear algebra */ X(matmul) X(linear)                                                   \
   /* indexing */ X(index_select) X(index_add) X(gather) X(scatter_add)                      \
   /* complex numbers */ X(complex) X(real) X(imag) X(conj) X(angle) X(complex_abs)            \
   /* spectral */ X(fft)

@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <array>
+#include <complex>
 #include <utility>
 
 #include "fluxion/core/tensor.hpp"
@@ -13,6 +14,18 @@
 namespace fx::backend::cpu {
 
 inline constexpr int64_t kParallelMin = 1 << 15;  // elements below which threads cost more
+
+// Runs run.template operator()<T>() for f32, f64, c64 and c128; declines anything else.
+template <class Run>
+bool floating_or_complex(DType t, Run& run) {
+  switch (t) {
+    case DType::f32: return run.template operator()<float>(), true;
+    case DType::f64: return run.template operator()<double>(), true;
+    case DType::c64: return run.template operator()<std::complex<float>>(), true;
+    case DType::c128: return run.template operator()<std::complex<double>>(), true;
+    default: return false;
+  }
+}
 
 // Threads for `work` elements: the OpenMP team from `min` on, one below it and inside a parallel
 // region (a share of fx::train::data_parallel_withgradient runs its ops on its own thread).
