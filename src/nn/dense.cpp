@@ -4,9 +4,7 @@
 #include <optional>
 
 #include "fluxion/nn/init.hpp"
-#include "fluxion/ops/elementwise.hpp"
 #include "fluxion/ops/linalg.hpp"
-#include "fluxion/ops/view.hpp"
 
 namespace fx::nn {
 
