@@ -30,6 +30,7 @@
 #include <iostream>
 #include <memory>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include <fluxion/ad/reverse.hpp>
@@ -230,15 +231,25 @@ struct Run {
   }
 };
 
-// The thread count of OpenMP's team (fluxion's kernels, oneDNN), of OpenBLAS and of libtorch's
-// intra-op pool.
+// The thread count of OpenMP's team (fluxion's kernels, oneDNN; libtorch's intra-op loops use
+// the same team) and of OpenBLAS.
 void set_threads(int threads) {
   omp_set_num_threads(threads);
   if (openblas_set_num_threads) openblas_set_num_threads(threads);
-#ifdef FLUXION_BENCH_TORCH
-  torch::set_num_threads(threads);
-#endif
 }
+
+#ifdef FLUXION_BENCH_TORCH
+// libtorch's own thread count, set right before each libtorch epoch and followed by an untimed
+// pause. torch::set_num_threads also rebuilds libtorch's pthreadpool, whose new worker spins for
+// 12-16 ms of CPU time before it sleeps (measured here: process CPU time across 50 ms of idling
+// after the call; none in the 300 ms after that). Called before each fluxion epoch, as it once
+// was, that spin took a core from fluxion's 2-thread epoch: 4-5% longer, and a 2-thread speedup
+// of 1.57-1.60 instead of 1.62-1.65 with libtorch's epochs skipped, on the Intel Xeon VM.
+void set_torch_threads(int threads) {
+  torch::set_num_threads(threads);
+  std::this_thread::sleep_for(std::chrono::milliseconds(50));
+}
+#endif
 
 // Median over repetitions of base[e] / other[e]: how many times faster `other` ran.
 double median_speedup(const std::vector<double>& base, const std::vector<double>& other) {
@@ -296,6 +307,7 @@ int main(int argc, char** argv) {
                                                    args.parallel, run->dp, fl));
       std::printf("  t%d fluxion %.3f s (loss %.4f)", run->threads, run->fluxion_s.back(), fl);
 #ifdef FLUXION_BENCH_TORCH
+      set_torch_threads(run->threads);
       double tl = 0;
       run->torch_s.push_back(scale * torch_epoch(run->tmodel, run->topt, tx, ty, 128, args.steps, tl));
       std::printf("  libtorch %.3f s (loss %.4f)", run->torch_s.back(), tl);
