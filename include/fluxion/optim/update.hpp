@@ -111,15 +111,24 @@ void check_structure(const OptimiserState<R>& s, const M& model, const G& grad) 
 
 // One optimisation step: each trainable leaf of `model` is updated in place from the leaf at
 // the same place in `grad` (a structure like the model, as fx::gradient returns).
+//
+// Leaves are updated last to first. A model's first leaves are its first layer's, which the
+// next forward pass reads first; written last, they are still in cache when it does. The
+// Fashion-MNIST MLP's first weight (784 x 256) and its Adam state are 3.2 MB, more than a
+// core's L2: in the first-to-first order its update pushed it out again, and 2-thread epochs
+// ran 1-2% longer (1-thread epochs the same). Leaves do not depend on each other, so the
+// order changes no result (a parameter that appears twice, tied, takes its two steps in the
+// other order).
 template <class R, class M, class G>
 void update(OptimiserState<R>& s, M& model, const G& grad) {
   detail::check_structure(s, std::as_const(model), grad);
-  size_t k = 0;
+  std::vector<std::pair<Tensor*, const Tensor*>> leaves;
+  leaves.reserve(s.leaves.size());
   zip_tensors([&](Tensor& p, const Tensor& g) {
-    if (!nn::is_trainable(p)) return;
-    if (g.defined()) s.rule.apply(s.leaves[k], p, g);
-    ++k;
+    if (nn::is_trainable(p)) leaves.emplace_back(&p, &g);
   }, model, grad);
+  for (size_t k = leaves.size(); k-- > 0;)
+    if (leaves[k].second->defined()) s.rule.apply(s.leaves[k], *leaves[k].first, *leaves[k].second);
 }
 
 }  // namespace fx::optim
