@@ -78,6 +78,16 @@ TEST(OverheadPaths, FusedSquareAndLogsumexpPullbacksMatchComposedRules) {
       Tensor de = fx::expand(fx::unsqueeze(d, axis), x.shape());
       expect_same(back(d), de * fx::exp(x - ye), t);
     }
+    // A classifier's rows (a batch of rows per exp call), on one thread and, from 2^15
+    // elements, split across the team.
+    for (int64_t rows : {300, 4000}) {
+      Tensor z = fx::randn({rows, 10}, gen, t) * 5.0;
+      auto [y, back] = fx::pullback([](const Tensor& v) { return fx::logsumexp(v, 1); }, z);
+      Tensor d = fx::randn(y.shape(), gen, t);
+      Tensor ye = fx::expand(fx::unsqueeze(y, 1), z.shape());
+      Tensor de = fx::expand(fx::unsqueeze(d, 1), z.shape());
+      expect_same(back(d), de * fx::exp(z - ye), t);
+    }
   });
 }
 
