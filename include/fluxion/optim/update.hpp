@@ -115,7 +115,7 @@ void check_structure(const OptimiserState<R>& s, const M& model, const G& grad) 
 // Leaves are updated last to first. A model's first leaves are its first layer's, which the
 // next forward pass reads first; written last, they are still in cache when it does. The
 // Fashion-MNIST MLP's first weight (784 x 256) and its Adam state are 3.2 MB, more than a
-// core's L2: in the first-to-first order its update pushed it out again, and 2-thread epochs
+// core's L2: in first-to-last order its update pushed it out again, and 2-thread epochs
 // ran 1-2% longer (1-thread epochs the same). Leaves do not depend on each other, so the
 // order changes no result (a parameter that appears twice, tied, takes its two steps in the
 // other order).
