@@ -75,9 +75,9 @@ void gemm(bool ta, bool tb, int64_t m, int64_t n, int64_t k, const T* a, int64_t
 // cores: its threads wait on each other's packed panels. Giving each OpenMP thread its own block
 // of rows of C, computed by one single-threaded call, scaled the same products 1.6-1.7x (an
 // OpenMP build of OpenBLAS runs single-threaded inside a parallel region; a pthread build would
-// start its own threads inside ours, so it keeps its own threading). Our split never splits k: every
-// element of C is summed by one call. Below kParallelGemm (m*n*k: a few microseconds of work) or
-// kGemmRowsMin rows per thread the split costs more than it saves.
+// start its own threads inside ours, so it keeps its own threading). Our split never splits k:
+// every element of C is summed by one call. Below kParallelGemm (m*n*k: a few microseconds of
+// work) or kGemmRowsMin rows per thread the split costs more than it saves.
 //
 // When B is the largest of the three matrices (n > m and k > m: Dense's x @ W^T, W^T 784 x 256
 // against a 128-row batch), C is split by columns instead, so each thread reads half of B, not
