@@ -2,10 +2,12 @@
 // reference backend and with one thread: matmul split by rows or columns of C, linear's epilogue
 // and fused pullback, 2-d elementwise
 // layouts with a transposed operand (walked in tiles), sums over rows, the fused relu pullback,
-// the optimiser loop and the DataLoader's row gather. Two threads are requested whatever the machine has.
+// relu(NaN) in linear's forward, the optimiser loop and the DataLoader's row gather. Two threads are requested whatever the machine has.
 #include <gtest/gtest.h>
 #include <omp.h>
 
+#include <algorithm>
+#include <cmath>
 #include <cstring>
 #include <numeric>
 #include <vector>
@@ -228,6 +230,31 @@ TEST(ParallelPaths, RowGatherOnTwoThreadsCopiesEveryRow) {
   for (size_t i = 0; i < rows.size(); ++i)
     ASSERT_EQ(std::memcmp(dst + i * 784, src + rows[i] * 784, 784 * sizeof(float)), 0) << i;
   EXPECT_THROW(fx::data::take_rows(x, std::vector<int64_t>{0, 1000}), fx::Error);
+}
+
+// relu(NaN) is NaN on every path of the fused forward, as fx::relu gives it: a tiny product, a
+// split one, and the Dense-shaped f32 products that oneDNN's matmul primitive runs (whose own
+// relu turns NaN into 0), on one thread and two. The other rows match the composed ops.
+TEST(ParallelPaths, LinearReluKeepsNaN) {
+  fx::Generator gen(21);
+  struct Case {
+    int64_t m, n, k;
+  };
+  for (int threads : {1, 2})
+    for (Case c : {Case{3, 4, 5}, Case{128, 256, 784}, Case{128, 128, 256}, Case{200, 30, 64}}) {
+      SCOPED_TRACE(::testing::Message() << c.m << "x" << c.k << " -> " << c.n << " on "
+                                        << threads << " threads");
+      std::vector<float> xs = fx::to_vector<float>(fx::randn({c.m, c.k}, gen));
+      xs[1] = std::nanf("");  // in row 0: every output of that row is NaN
+      const Tensor x = fx::from_vector(xs, fx::Shape{c.m, c.k});
+      const Tensor w = fx::randn({c.n, c.k}, gen), b = fx::randn({c.n}, gen);
+      Threads th(threads);
+      const std::vector<float> y = fx::to_vector<float>(fx::linear(x, w, b, fx::Epilogue::relu));
+      for (int64_t j = 0; j < c.n; ++j) EXPECT_TRUE(std::isnan(y[size_t(j)])) << "column " << j;
+      const Tensor composed = fx::relu(fx::matmul(x, fx::transpose(w)) + b);
+      const std::vector<float> want = fx::to_vector<float>(composed);
+      EXPECT_TRUE(std::equal(y.begin() + c.n, y.end(), want.begin() + c.n));
+    }
 }
 
 }  // namespace

@@ -11,6 +11,7 @@
 #include <cstdint>
 
 #include "fluxion/core/tensor.hpp"
+#include "fluxion/ops/linalg.hpp"
 
 namespace fx::backend::cpu {
 
@@ -40,10 +41,21 @@ int gemm_threads(int64_t split, int64_t mnk);
 struct GemmEpilogue {
   void (*fn)(const void* ctx, int64_t r0, int64_t r1, int64_t c0, int64_t c1) = nullptr;
   const void* ctx = nullptr;
+  // The same work described, for a kernel that fuses it into its own loops (oneDNN's post-ops):
+  // C += bias (one value per column, dense; null for none), then act. Set by whoever sets fn to
+  // a bias and activation; an epilogue without a description is run through fn.
+  bool described = false;
+  const Tensor* bias = nullptr;
+  Epilogue act = Epilogue::identity;
   void operator()(int64_t r0, int64_t r1, int64_t c0, int64_t c1) const {
     if (fn && r1 > r0 && c1 > c0) fn(ctx, r0, r1, c0, c1);
   }
 };
+
+// out = a @ b, then the described epilogue, through oneDNN's matmul primitive
+// (onednn_matmul.cpp): taken for the f32 products of a layer's shape (a dense by rows, b a
+// transposed weight) that it runs faster than sgemm; false (out untouched) for everything else.
+bool onednn_matmul(const Tensor& a, const Tensor& b, const Tensor& out, const GemmEpilogue& epi);
 
 // The matmul kernel: out = a @ b for 2-d a (m, k) and b (k, n) of one floating dtype and any
 // BLAS-compatible strides, out dense (m, n); then epi on blocks covering out once. Returns false

@@ -70,7 +70,8 @@ bool linear(const KernelCall& c) {
     const EpilogueArgs<T> args{act, bias ? c.in[2].data<T>() : nullptr,
                                bias ? c.in[2].stride(0) : 0, c.out.data<T>(), n};
     GemmEpilogue epi;
-    if (bias || act != Epilogue::identity) epi = {&bias_and_activation<T>, &args};
+    if (bias || act != Epilogue::identity)
+      epi = {&bias_and_activation<T>, &args, true, bias ? &c.in[2] : nullptr, act};
     return matmul_into(x, wt, c.out, epi);
   };
   return x.dtype() == f32 ? run.template operator()<float>() : run.template operator()<double>();
@@ -160,16 +161,31 @@ bool linear_backward(const KernelCall& c) {
         int(std::min<int64_t>(gemm_threads(std::min(m, n), (dx && dw ? 2 : 1) * m * n * k),
                               std::max<int64_t>(1, std::min(m, n) / kSplitMin)));
     if (threads <= 1) {
-      // One thread: the products go through the matmul kernel, whose tiny and narrow paths
-      // beat a BLAS call on small layers.
+      // No split: the products go through the matmul kernel, whose tiny and narrow paths beat
+      // a BLAS call on small layers. When each product is worth a thread (a classifier's last
+      // layer: 128 x 128 -> 10), dW and dx run side by side, one per thread: on two threads
+      // the MLP's took 6.2 us (dW, serial) plus 5.3 us (dx, split by rows) that way in turn.
       elementwise(0, n);
       const Tensor& base = dz_is_dy || over_dy ? dy : scratch;
       const int64_t zs[2] = {ldz, 1}, zts[2] = {1, ldz}, ws[2] = {k, 1};
       const Tensor z = make_view(base, Shape{m, n}, zs, base.offset());
-      if (dw)
+      auto weight_side = [&] {
         matmul_into(make_view(base, Shape{n, m}, zts, base.offset()), x,
                     make_view(c.out, Shape{n, k}, ws, c.out.offset() + (dw - o)), {});
-      if (dx) matmul_into(z, w, make_view(c.out, Shape{m, k}, ws, c.out.offset()), {});
+      };
+      auto input_side = [&] {
+        matmul_into(z, w, make_view(c.out, Shape{m, k}, ws, c.out.offset()), {});
+      };
+      if (dw && dx && gemm_threads(std::max(m, k), m * n * k) >= 2) {
+#pragma omp parallel num_threads(2)
+        {
+          if (omp_get_thread_num() == 0) weight_side();
+          else input_side();
+        }
+        return;
+      }
+      if (dw) weight_side();
+      if (dx) input_side();
       return;
     }
 #pragma omp parallel num_threads(threads)

@@ -355,6 +355,7 @@ bool matmul_into(const Tensor& a, const Tensor& b, const Tensor& out, GemmEpilog
     return floating_or_complex(a.dtype(), tiny);
   }
   if (narrow_matmul(a, b, out, epi)) return true;
+  if (onednn_matmul(a, b, out, epi)) return true;
   BlasMatrix ma, mb;
   if (!as_blas(m, k, a.stride(nd - 2), a.stride(nd - 1), ma) ||
       !as_blas(k, n, b.stride(nd - 2), b.stride(nd - 1), mb))
