@@ -87,16 +87,18 @@ void gemm(bool ta, bool tb, int64_t m, int64_t n, int64_t k, const T* a, int64_t
 // the row split every thread read all of W, half of it just written by the other core. A 2-thread
 // MLP epoch with intra-op threading took 0.30 s instead of 0.33 s (1 thread: 0.49 s).
 //
-// An f32 product of that shape that oneDNN computes is better still left to oneDNN's own
-// threading: one call from outside any parallel region, which runs on our OpenMP team, followed
+// An f32 product x @ W^T (A dense by rows, B a transposed weight) from about 100^3 to 400^3 goes
+// to oneDNN's matmul primitive instead (onednn_matmul.cpp), on oneDNN's own threads. Another
+// f32 product of that shape that oneDNN computes is better still left to oneDNN's threading:
+// one dnnl_sgemm call from outside any parallel region, which runs on our OpenMP team, followed
 // by the epilogue in a row split of its own. On the 2-core Intel Xeon VM, layer 1 of the
 // Fashion-MNIST MLP (128 x 784 times 784 x 256) took 195-199 us that way against 205-214 us
 // split by columns (each alone, in cache). In training, with 1- and 2-thread epochs of both
 // kinds interleaved in one process (16 of each, in both orders), the median 2-thread speedup
 // was 1.578-1.595 against 1.544 (a 2-thread step 768-772 us against 774-783). oneDNN's threading
 // sums that product's terms in another order than its single-threaded call does, so such a
-// product is not bit-identical at 1 and 2 threads (it agrees to rounding); every other product
-// is. For the other shapes our split was as fast or faster.
+// product is not bit-identical at 1 and 2 threads (it agrees to rounding), nor is one through
+// the matmul primitive; every other product is. For the other shapes our split was as fast or faster.
 namespace {
 constexpr int64_t kParallelGemm = int64_t(1) << 17;
 constexpr int64_t kGemmRowsMin = 4;
