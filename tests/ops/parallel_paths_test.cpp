@@ -1,8 +1,8 @@
 // The multi-threaded paths of the CPU kernels, on sizes above their thresholds, agree with the
 // reference backend and with one thread: matmul split by rows or columns of C, linear's epilogue
-// and fused pullback, 2-d elementwise
-// layouts with a transposed operand (walked in tiles), sums over rows, the fused relu pullback,
-// relu(NaN) in linear's forward, the optimiser loop and the DataLoader's row gather. Two threads are requested whatever the machine has.
+// and fused pullback, 2-d elementwise layouts with a transposed operand (walked in tiles), sums
+// over rows, the fused relu pullback, relu(NaN) in linear's forward, the optimiser loop and the
+// DataLoader's row gather. Two threads are requested whatever the machine has.
 #include <gtest/gtest.h>
 #include <omp.h>
 

@@ -3,8 +3,9 @@
 // Forward: the matmul kernel computes x @ w^T and each thread adds the bias and applies the
 // activation to the block of the product it has just written (a GEMM epilogue), while the block
 // is in its core's cache. The f32 layers that oneDNN's matmul primitive takes (onednn_matmul.cpp)
-// get the same from its post-ops, through the epilogue's description. Composed, the bias and the activation were two more parallel regions,
-// each reading the product that the other core had half written.
+// get the same from its post-ops, through the epilogue's description. Composed, the bias and the
+// activation were two more parallel regions, each reading the product that the other core had
+// half written.
 //
 // Backward: one parallel region. Each thread takes a block of columns of dz = dy act'(y): it
 // computes them, sums them into its part of db, and multiplies them into its rows of

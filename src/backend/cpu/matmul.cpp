@@ -98,7 +98,8 @@ void gemm(bool ta, bool tb, int64_t m, int64_t n, int64_t k, const T* a, int64_t
 // was 1.578-1.595 against 1.544 (a 2-thread step 768-772 us against 774-783). oneDNN's threading
 // sums that product's terms in another order than its single-threaded call does, so such a
 // product is not bit-identical at 1 and 2 threads (it agrees to rounding), nor is one through
-// the matmul primitive; every other product is. For the other shapes our split was as fast or faster.
+// the matmul primitive; every other product is. For the other shapes our split was as fast or
+// faster.
 namespace {
 constexpr int64_t kParallelGemm = int64_t(1) << 17;
 constexpr int64_t kGemmRowsMin = 4;

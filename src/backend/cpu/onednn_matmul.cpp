@@ -1,5 +1,6 @@
-// A layer's product x @ W^T (f32) through oneDNN's matmul primitive, with the layer's bias and
-// activation as the primitive's post-ops (gemm.hpp: onednn_matmul).
+// A layer's product x @ W^T (f32) through oneDNN's matmul primitive, with the layer's bias (and
+// tanh or sigmoid) fused into it; relu runs as a pass of ours after it (see post_op). The entry
+// point is gemm.hpp's onednn_matmul, which the matmul kernel tries first for such products.
 //
 // Why not sgemm: the primitive (oneDNN's "brgemm" kernels on AVX-512 machines) runs this shape
 // faster than oneDNN's sgemm and scales better across threads, and it applies bias and
