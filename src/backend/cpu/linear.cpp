@@ -7,11 +7,15 @@
 // activation were two more parallel regions, each reading the product that the other core had
 // half written.
 //
-// Backward: one parallel region. Each thread takes a block of columns of dz = dy act'(y): it
-// computes them, sums them into its part of db, and multiplies them into its rows of
-// dW = dz^T x, the rows of W that its share of the forward product and of the optimiser touch;
-// then, after one barrier, its rows of dx = dz w. Composed, that was four or five regions (act',
-// the bias sum, dW, dx) with a fresh tensor between each.
+// Backward: one parallel region. Each thread first computes its rows of dz = dy act'(y) and of
+// dx = dz w: the rows of dy it wrote itself as the next layer's dx, and of y that its share of
+// the forward wrote, so they come from its own core's cache. After one barrier it takes a block
+// of columns of dz: their sums (its part of db) and its rows of dW = dz^T x, the rows of W that
+// its share of the optimiser touches. With dz split by columns instead, half of each thread's dy
+// and y came from the other core, and writing dz over dy pulled lines the other core held: on
+// two threads the MLP's first layer spent 16-19 us per thread on act' and db, against 13 us for
+// all of it on one thread. Composed, the backward was four or five regions (act', the bias sum,
+// dW, dx) with a fresh tensor between each.
 #include <omp.h>
 
 #include <algorithm>
@@ -84,15 +88,16 @@ struct Cotangent {  // identity's derivative: dz = dy (a strided dy copied dense
   T operator()(T dy, T) const { return dy; }
 };
 
-// Columns [j0, j1) of dz = dy act'(y) (dz dense with leading dimension n), with the functor of
-// the activation's own fused pullback; rows whose elements are adjacent vectorise.
+// Rows [i0, i1) and columns [j0, j1) of dz = dy act'(y) (dz dense with leading dimension n),
+// with the functor of the activation's own fused pullback; rows whose elements are adjacent
+// vectorise.
 template <class Derivative, class T>
-void derivative_columns(const Tensor& dy, const Tensor& y, T* dz, int64_t m, int64_t n,
-                        int64_t j0, int64_t j1) {
+void derivative_block(const Tensor& dy, const Tensor& y, T* dz, int64_t n, int64_t i0, int64_t i1,
+                      int64_t j0, int64_t j1) {
   const Derivative d;
   const T *dp = dy.data<T>(), *yp = y.data<T>();
   const int64_t ds0 = dy.stride(0), ds1 = dy.stride(1), ys0 = y.stride(0), ys1 = y.stride(1);
-  for (int64_t i = 0; i < m; ++i) {
+  for (int64_t i = i0; i < i1; ++i) {
     const T *dr = dp + i * ds0, *yr = yp + i * ys0;
     T* zr = dz + i * n;
     if (ds1 == 1 && ys1 == 1)
@@ -103,14 +108,34 @@ void derivative_columns(const Tensor& dy, const Tensor& y, T* dz, int64_t m, int
 }
 
 template <class T>
-void derivative_columns(Epilogue act, const Tensor& dy, const Tensor& y, T* dz, int64_t m,
-                        int64_t n, int64_t j0, int64_t j1) {
+void derivative_block(Epilogue act, const Tensor& dy, const Tensor& y, T* dz, int64_t n,
+                      int64_t i0, int64_t i1, int64_t j0, int64_t j1) {
   switch (act) {
-    case Epilogue::identity: return derivative_columns<Cotangent, T>(dy, y, dz, m, n, j0, j1);
-    case Epilogue::relu: return derivative_columns<math::ReluBackward, T>(dy, y, dz, m, n, j0, j1);
-    case Epilogue::tanh: return derivative_columns<math::TanhBackward, T>(dy, y, dz, m, n, j0, j1);
+    case Epilogue::identity:
+      return derivative_block<Cotangent, T>(dy, y, dz, n, i0, i1, j0, j1);
+    case Epilogue::relu:
+      return derivative_block<math::ReluBackward, T>(dy, y, dz, n, i0, i1, j0, j1);
+    case Epilogue::tanh:
+      return derivative_block<math::TanhBackward, T>(dy, y, dz, n, i0, i1, j0, j1);
     case Epilogue::sigmoid:
-      return derivative_columns<math::SigmoidBackward, T>(dy, y, dz, m, n, j0, j1);
+      return derivative_block<math::SigmoidBackward, T>(dy, y, dz, n, i0, i1, j0, j1);
+  }
+}
+
+// db[j] for columns [j0, j1): the sums of dz's m rows, accumulated in double row by row, as the
+// sum kernel does (the same order at any thread count).
+template <class T>
+void bias_sums(const T* dz, int64_t ldz, int64_t m, int64_t j0, int64_t j1, T* db) {
+  constexpr int64_t kChunk = 256;
+  double acc[kChunk];
+  for (int64_t c0 = j0; c0 < j1; c0 += kChunk) {
+    const int64_t len = std::min(kChunk, j1 - c0);
+    std::fill_n(acc, len, 0.0);
+    for (int64_t i = 0; i < m; ++i) {
+      const T* row = dz + i * ldz + c0;
+      for (int64_t j = 0; j < len; ++j) acc[j] += double(row[j]);
+    }
+    for (int64_t j = 0; j < len; ++j) db[c0 + j] = static_cast<T>(acc[j]);
   }
 }
 
@@ -137,24 +162,6 @@ bool linear_backward(const KernelCall& c) {
     T* dx = wants & 1 ? o : nullptr;
     T* dw = wants & 2 ? o + (dx ? m * k : 0) : nullptr;
     T* db = wants & 4 ? o + (dx ? m * k : 0) + (dw ? n * k : 0) : nullptr;
-    // Columns [j0, j1) of dz and their bias sums.
-    auto elementwise = [&](int64_t j0, int64_t j1) {
-      if (j1 <= j0) return;
-      if (!dz_is_dy) derivative_columns<T>(act, dy, y, dz, m, n, j0, j1);
-      if (db) {  // accumulated in double, row by row, as the sum kernel does
-        constexpr int64_t kChunk = 256;
-        double acc[kChunk];
-        for (int64_t c0 = j0; c0 < j1; c0 += kChunk) {
-          const int64_t len = std::min(kChunk, j1 - c0);
-          std::fill_n(acc, len, 0.0);
-          for (int64_t i = 0; i < m; ++i) {
-            const T* row = dz + i * ldz + c0;
-            for (int64_t j = 0; j < len; ++j) acc[j] += double(row[j]);
-          }
-          for (int64_t j = 0; j < len; ++j) db[c0 + j] = static_cast<T>(acc[j]);
-        }
-      }
-    };
     // Each thread takes at least kSplitMin columns of dz and rows of dx: with fewer, its BLAS
     // calls cost more than they save. The MLP's last layer (n = 10) took 12.9 us per pullback on
     // two threads against 11.3 us on one, whose products take the matmul kernel's small paths.
@@ -167,7 +174,8 @@ bool linear_backward(const KernelCall& c) {
       // a BLAS call on small layers. When each product is worth a thread (a classifier's last
       // layer: 128 x 128 -> 10), dW and dx run side by side, one per thread: on two threads
       // the MLP's took 6.2 us (dW, serial) plus 5.3 us (dx, split by rows) that way in turn.
-      elementwise(0, n);
+      if (!dz_is_dy) derivative_block<T>(act, dy, y, dz, n, 0, m, 0, n);
+      if (db) bias_sums(dz, ldz, m, 0, n, db);
       const Tensor& base = dz_is_dy || over_dy ? dy : scratch;
       const int64_t zs[2] = {ldz, 1}, zts[2] = {1, ldz}, ws[2] = {k, 1};
       const Tensor z = make_view(base, Shape{m, n}, zs, base.offset());
@@ -193,16 +201,19 @@ bool linear_backward(const KernelCall& c) {
 #pragma omp parallel num_threads(threads)
     {
       const int64_t t = omp_get_thread_num(), nt = omp_get_num_threads();
-      const int64_t j0 = n * t / nt, j1 = n * (t + 1) / nt;
-      elementwise(j0, j1);
-      if (dw && j1 > j0)  // rows j0..j1 of dz^T x: columns j0.. of dz read as a transposed operand
-        gemm<T>(true, mx.trans, j1 - j0, k, m, dz + j0, ldz, x.data<T>(), mx.ld, dw + j0 * k, k);
-      if (dx) {
+      const int64_t i0 = m * t / nt, i1 = m * (t + 1) / nt;  // rows of dz and dx
+      const int64_t j0 = n * t / nt, j1 = n * (t + 1) / nt;  // columns of dz: rows of dW
+      if (!dz_is_dy) derivative_block<T>(act, dy, y, dz, n, i0, i1, 0, n);
+      if (dx && i1 > i0)  // rows i0..i1 of dz w: this thread's own rows of dz
+        gemm<T>(false, mw.trans, i1 - i0, k, n, dz + i0 * ldz, ldz, w.data<T>(), mw.ld,
+                dx + i0 * k, k);
+      if (db || dw) {
+        if (!dz_is_dy) {
 #pragma omp barrier
-        const int64_t i0 = m * t / nt, i1 = m * (t + 1) / nt;  // rows of dx = dz w
-        if (i1 > i0)
-          gemm<T>(false, mw.trans, i1 - i0, k, n, dz + i0 * ldz, ldz, w.data<T>(), mw.ld,
-                  dx + i0 * k, k);
+        }
+        if (db) bias_sums(dz, ldz, m, j0, j1, db);
+        if (dw && j1 > j0)  // rows j0..j1 of dz^T x: columns j0.. of dz as a transposed operand
+          gemm<T>(true, mx.trans, j1 - j0, k, m, dz + j0, ldz, x.data<T>(), mx.ld, dw + j0 * k, k);
       }
     }
   };
