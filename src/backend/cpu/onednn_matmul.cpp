@@ -151,7 +151,7 @@ bool onednn_matmul(const Tensor& a, const Tensor& b, const Tensor& out, const Ge
   stream.wait();
   if (act == Epilogue::relu) {
     float* o = out.data<float>();
-    split_range(m, team_for(m * n), [&](int64_t r0, int64_t r1) {
+    split_range(m, team_for(m * n, kParallelMin / 8), [&](int64_t r0, int64_t r1) {
       relu_in_place(o + r0 * n, (r1 - r0) * n);
     });
   }
