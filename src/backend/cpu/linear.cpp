@@ -88,55 +88,49 @@ struct Cotangent {  // identity's derivative: dz = dy (a strided dy copied dense
   T operator()(T dy, T) const { return dy; }
 };
 
-// Rows [i0, i1) and columns [j0, j1) of dz = dy act'(y) (dz dense with leading dimension n),
-// with the functor of the activation's own fused pullback; rows whose elements are adjacent
-// vectorise.
+// Rows [i0, i1) of dz = dy act'(y) (dz dense with leading dimension n), with the functor of the
+// activation's own fused pullback, each row added into sums (n doubles) when given: db's terms
+// while they are in registers. Rows whose elements are adjacent vectorise.
 template <class Derivative, class T>
-void derivative_block(const Tensor& dy, const Tensor& y, T* dz, int64_t n, int64_t i0, int64_t i1,
-                      int64_t j0, int64_t j1) {
+void derivative_rows(const Tensor& dy, const Tensor& y, T* dz, int64_t n, int64_t i0, int64_t i1,
+                     double* sums) {
   const Derivative d;
   const T *dp = dy.data<T>(), *yp = y.data<T>();
   const int64_t ds0 = dy.stride(0), ds1 = dy.stride(1), ys0 = y.stride(0), ys1 = y.stride(1);
   for (int64_t i = i0; i < i1; ++i) {
     const T *dr = dp + i * ds0, *yr = yp + i * ys0;
     T* zr = dz + i * n;
-    if (ds1 == 1 && ys1 == 1)
-      for (int64_t j = j0; j < j1; ++j) zr[j] = d(dr[j], yr[j]);
-    else
-      for (int64_t j = j0; j < j1; ++j) zr[j] = d(dr[j * ds1], yr[j * ys1]);
-  }
-}
-
-template <class T>
-void derivative_block(Epilogue act, const Tensor& dy, const Tensor& y, T* dz, int64_t n,
-                      int64_t i0, int64_t i1, int64_t j0, int64_t j1) {
-  switch (act) {
-    case Epilogue::identity:
-      return derivative_block<Cotangent, T>(dy, y, dz, n, i0, i1, j0, j1);
-    case Epilogue::relu:
-      return derivative_block<math::ReluBackward, T>(dy, y, dz, n, i0, i1, j0, j1);
-    case Epilogue::tanh:
-      return derivative_block<math::TanhBackward, T>(dy, y, dz, n, i0, i1, j0, j1);
-    case Epilogue::sigmoid:
-      return derivative_block<math::SigmoidBackward, T>(dy, y, dz, n, i0, i1, j0, j1);
-  }
-}
-
-// db[j] for columns [j0, j1): the sums of dz's m rows, accumulated in double row by row, as the
-// sum kernel does (the same order at any thread count).
-template <class T>
-void bias_sums(const T* dz, int64_t ldz, int64_t m, int64_t j0, int64_t j1, T* db) {
-  constexpr int64_t kChunk = 256;
-  double acc[kChunk];
-  for (int64_t c0 = j0; c0 < j1; c0 += kChunk) {
-    const int64_t len = std::min(kChunk, j1 - c0);
-    std::fill_n(acc, len, 0.0);
-    for (int64_t i = 0; i < m; ++i) {
-      const T* row = dz + i * ldz + c0;
-      for (int64_t j = 0; j < len; ++j) acc[j] += double(row[j]);
+    if (ds1 == 1 && ys1 == 1) {
+      if (sums)
+        for (int64_t j = 0; j < n; ++j) sums[j] += double(zr[j] = d(dr[j], yr[j]));
+      else
+        for (int64_t j = 0; j < n; ++j) zr[j] = d(dr[j], yr[j]);
+    } else {
+      for (int64_t j = 0; j < n; ++j) zr[j] = d(dr[j * ds1], yr[j * ys1]);
+      if (sums)
+        for (int64_t j = 0; j < n; ++j) sums[j] += double(zr[j]);
     }
-    for (int64_t j = 0; j < len; ++j) db[c0 + j] = static_cast<T>(acc[j]);
   }
+}
+
+template <class T>
+void derivative_rows(Epilogue act, const Tensor& dy, const Tensor& y, T* dz, int64_t n,
+                     int64_t i0, int64_t i1, double* sums) {
+  switch (act) {
+    case Epilogue::identity: return derivative_rows<Cotangent, T>(dy, y, dz, n, i0, i1, sums);
+    case Epilogue::relu: return derivative_rows<math::ReluBackward, T>(dy, y, dz, n, i0, i1, sums);
+    case Epilogue::tanh: return derivative_rows<math::TanhBackward, T>(dy, y, dz, n, i0, i1, sums);
+    case Epilogue::sigmoid:
+      return derivative_rows<math::SigmoidBackward, T>(dy, y, dz, n, i0, i1, sums);
+  }
+}
+
+// Adds rows [i0, i1) of dz (n columns, leading dimension ldz) into sums, for a dz that is dy
+// itself (no derivative pass to fold the sums into).
+template <class T>
+void add_rows(const T* dz, int64_t ldz, int64_t n, int64_t i0, int64_t i1, double* sums) {
+  for (int64_t i = i0; i < i1; ++i)
+    for (int64_t j = 0; j < n; ++j) sums[j] += double(dz[i * ldz + j]);
 }
 
 bool linear_backward(const KernelCall& c) {
@@ -169,13 +163,18 @@ bool linear_backward(const KernelCall& c) {
     const int threads =
         int(std::min<int64_t>(gemm_threads(std::min(m, n), (dx && dw ? 2 : 1) * m * n * k),
                               std::max<int64_t>(1, std::min(m, n) / kSplitMin)));
+    // db's partial sums, one row of n per thread.
+    const Tensor partial = db ? Tensor::empty({threads, n}, f64, Device::cpu) : Tensor();
     if (threads <= 1) {
       // No split: the products go through the matmul kernel, whose tiny and narrow paths beat
       // a BLAS call on small layers. When each product is worth a thread (a classifier's last
       // layer: 128 x 128 -> 10), dW and dx run side by side, one per thread: on two threads
       // the MLP's took 6.2 us (dW, serial) plus 5.3 us (dx, split by rows) that way in turn.
-      if (!dz_is_dy) derivative_block<T>(act, dy, y, dz, n, 0, m, 0, n);
-      if (db) bias_sums(dz, ldz, m, 0, n, db);
+      double* sums = db ? partial.data<double>() : nullptr;
+      if (sums) std::fill_n(sums, n, 0.0);
+      if (!dz_is_dy) derivative_rows<T>(act, dy, y, dz, n, 0, m, sums);
+      else if (sums) add_rows(dz, ldz, n, 0, m, sums);
+      for (int64_t j = 0; sums && j < n; ++j) db[j] = static_cast<T>(sums[j]);
       const Tensor& base = dz_is_dy || over_dy ? dy : scratch;
       const int64_t zs[2] = {ldz, 1}, zts[2] = {1, ldz}, ws[2] = {k, 1};
       const Tensor z = make_view(base, Shape{m, n}, zs, base.offset());
@@ -203,15 +202,22 @@ bool linear_backward(const KernelCall& c) {
       const int64_t t = omp_get_thread_num(), nt = omp_get_num_threads();
       const int64_t i0 = m * t / nt, i1 = m * (t + 1) / nt;  // rows of dz and dx
       const int64_t j0 = n * t / nt, j1 = n * (t + 1) / nt;  // columns of dz: rows of dW
-      if (!dz_is_dy) derivative_block<T>(act, dy, y, dz, n, i0, i1, 0, n);
+      double* sums = db ? partial.data<double>() + t * n : nullptr;
+      if (sums) std::fill_n(sums, n, 0.0);
+      if (!dz_is_dy) derivative_rows<T>(act, dy, y, dz, n, i0, i1, sums);
+      else if (sums) add_rows(dz, ldz, n, i0, i1, sums);
       if (dx && i1 > i0)  // rows i0..i1 of dz w: this thread's own rows of dz
         gemm<T>(false, mw.trans, i1 - i0, k, n, dz + i0 * ldz, ldz, w.data<T>(), mw.ld,
                 dx + i0 * k, k);
       if (db || dw) {
-        if (!dz_is_dy) {
+        if (db || !dz_is_dy) {
 #pragma omp barrier
         }
-        if (db) bias_sums(dz, ldz, m, j0, j1, db);
+        for (int64_t j = j0; db && j < j1; ++j) {  // the threads' partial sums, in thread order
+          double s = 0;
+          for (int64_t u = 0; u < nt; ++u) s += partial.data<double>()[u * n + j];
+          db[j] = static_cast<T>(s);
+        }
         if (dw && j1 > j0)  // rows j0..j1 of dz^T x: columns j0.. of dz as a transposed operand
           gemm<T>(true, mx.trans, j1 - j0, k, m, dz + j0, ldz, x.data<T>(), mx.ld, dw + j0 * k, k);
       }
