@@ -307,22 +307,23 @@ bool logsumexp_backward(const KernelCall& c) {
     if (red > 0 && red <= kChunk && ds >= 0 && ys >= 0 && x.is_contiguous() &&
         c.out.is_contiguous()) {
       const int64_t per = kChunk / red, batches = (rows + per - 1) / per;
-#pragma omp parallel for schedule(static) if (rows * red >= kParallelMin)
-      for (int64_t b = 0; b < batches; ++b) {
-        T t[kChunk];
-        const int64_t r0 = b * per, nr = std::min(per, rows - r0);
-        for (int64_t r = 0; r < nr; ++r) {
-          const T* xr = xp + (r0 + r) * red;
-          const T yv = yp[(r0 + r) * ys];
-          for (int64_t j = 0; j < red; ++j) t[r * red + j] = xr[j] - yv;
+      split_range(batches, team_for(rows * red), [&](int64_t b0, int64_t b1) {
+        for (int64_t b = b0; b < b1; ++b) {
+          T t[kChunk];
+          const int64_t r0 = b * per, nr = std::min(per, rows - r0);
+          for (int64_t r = 0; r < nr; ++r) {
+            const T* xr = xp + (r0 + r) * red;
+            const T yv = yp[(r0 + r) * ys];
+            for (int64_t j = 0; j < red; ++j) t[r * red + j] = xr[j] - yv;
+          }
+          vector_map(VecFn::exp, t, t, nr * red);
+          for (int64_t r = 0; r < nr; ++r) {
+            T* orow = o + (r0 + r) * red;
+            const T d = dp[(r0 + r) * ds];
+            for (int64_t j = 0; j < red; ++j) orow[j] = d * t[r * red + j];
+          }
         }
-        vector_map(VecFn::exp, t, t, nr * red);
-        for (int64_t r = 0; r < nr; ++r) {
-          T* orow = o + (r0 + r) * red;
-          const T d = dp[(r0 + r) * ds];
-          for (int64_t j = 0; j < red; ++j) orow[j] = d * t[r * red + j];
-        }
-      }
+      });
       return;
     }
     run_rows<4>(layout_of<4>(c.out, {&dy, &x, &y}),
