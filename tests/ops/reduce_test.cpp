@@ -155,6 +155,24 @@ TEST(Reduce, LogsumexpOfInfinitiesAndNan) {
   EXPECT_THROW((void)fx::logsumexp(fx::ones({2}, fx::i64)), fx::Error);
 }
 
+// The last-axis kernel takes each row's maximum with two running maxima and a tail: a NaN or
+// the largest value at any position, in rows of odd and even length, must be found.
+TEST(Reduce, LogsumexpFindsNanAndTheMaximumAtEveryPosition) {
+  for (int64_t n : {1, 2, 5, 10}) {
+    for (int64_t at = 0; at < n; ++at) {
+      SCOPED_TRACE(::testing::Message() << "row of " << n << ", special value at " << at);
+      std::vector<float> big(size_t(n), -50.0f), nan(size_t(n), 0.5f);
+      big[size_t(at)] = 80.0f;  // exp(80) overflows f32 unless the shift is this maximum
+      nan[size_t(at)] = NAN;
+      auto rows = fx::stack({fx::from_vector(big), fx::from_vector(nan)});
+      auto out = fx::to_vector<float>(fx::logsumexp(rows, 1));
+      const double expect = 80.0 + std::log1p((n - 1) * std::exp(-130.0));
+      EXPECT_NEAR(out[0], expect, 1e-4);
+      EXPECT_TRUE(std::isnan(out[1]));
+    }
+  }
+}
+
 TEST(Reduce, SumSquaresIsTheSumOfSquares) {
   for (fx::DType t : {fx::f32, fx::f64}) {
     fx::Generator gen(3);

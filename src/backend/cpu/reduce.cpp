@@ -6,6 +6,7 @@
 #include <cmath>
 #include <complex>
 #include <cstring>
+#include <limits>
 #include <type_traits>
 #include <utility>
 #include <vector>
@@ -237,6 +238,27 @@ void logsumexp_rows(const T* x, int64_t red, int64_t inner, T* out, T* m, T* t) 
   for (int64_t j = 0; j < inner; ++j) out[j] = std::log(out[j]) + m[j];
 }
 
+// The largest of p[0..n), or NaN when any is NaN. Two running maxima that a NaN does not enter
+// (a > b ? a : b is one vmaxss), the NaN test on the side: written as one select that also
+// caught NaN, the chain went through general registers at ~6 cycles an element, most of a
+// 128 x 10 classifier loss's logsumexp.
+template <class T>
+T row_max(const T* p, int64_t n) {
+  T m0 = p[0], m1 = p[n > 1 ? 1 : 0];
+  bool nan = false;
+  int64_t j = 0;
+  for (; j + 2 <= n; j += 2) {
+    m0 = p[j] > m0 ? p[j] : m0;
+    m1 = p[j + 1] > m1 ? p[j + 1] : m1;
+    nan |= (p[j] != p[j]) | (p[j + 1] != p[j + 1]);
+  }
+  if (j < n) {
+    m0 = p[j] > m0 ? p[j] : m0;
+    nan |= p[j] != p[j];
+  }
+  return nan ? std::numeric_limits<T>::quiet_NaN() : (m1 > m0 ? m1 : m0);
+}
+
 bool logsumexp(const KernelCall& c) {
   SplitReduction r;
   const Tensor& x = c.in[0];
@@ -263,8 +285,7 @@ bool logsumexp(const KernelCall& c) {
       const int64_t nr = std::min(rows, outer - o0);
       for (int64_t r = 0; r < nr; ++r) {
         const T* p = xp + (o0 + r) * red;
-        T m = p[0];
-        for (int64_t j = 1; j < red; ++j) m = (p[j] > m || p[j] != p[j]) ? p[j] : m;
+        T m = row_max(p, red);
         if (std::isinf(m)) m = 0;
         shift[size_t(r)] = m;
         T* tr = t.data() + r * red;
