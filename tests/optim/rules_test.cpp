@@ -1,4 +1,5 @@
 #include <gtest/gtest.h>
+#include <omp.h>
 
 #include <cmath>
 #include <limits>
@@ -237,6 +238,69 @@ TEST(Optimisers, AUsersRuleWorksThroughTheSameDoor) {
   EXPECT_EQ(values(m.w), (std::vector<double>{0.75, 1.25, 1}));
   EXPECT_EQ(values(m.b), (std::vector<double>{0.25}));
   EXPECT_EQ(opt.leaves[0].calls, 1);
+}
+
+namespace {
+
+// A loops-only rule that throws from its second apply: the first leaf's loop is queued by then.
+struct FailsOnSecondLeaf {
+  static constexpr bool loops_only = true;
+  struct State {};
+  mutable int calls = 0;
+  State init(const fx::Tensor&) const { return {}; }
+  void apply(State&, const fx::Tensor& p, const fx::Tensor& g) const {
+    FX_CHECK(++calls < 2, "FailsOnSecondLeaf: second leaf");
+    fx::optim::foreach_element("FailsOnSecondLeaf", p, g, [](auto& x, auto dx) { x -= dx; });
+  }
+};
+
+}  // namespace
+
+// update runs a loops-only rule's loops together (one parallel region, small leaves whole on
+// one thread each): the result must equal applying the rule leaf by leaf, last leaf first, bit
+// for bit, with tied leaves (one tensor named twice, large and small) taking both their steps.
+TEST(Optimisers, BatchedStepMatchesLeafByLeafOnTwoThreads) {
+  struct TwoThreads {
+    int saved = omp_get_max_threads();
+    TwoThreads() { omp_set_num_threads(2); }
+    ~TwoThreads() { omp_set_num_threads(saved); }
+  } two;
+  fx::Generator gen(4);
+  auto make = [&] {
+    fx::Tensor big = fx::randn({300, 200}, gen), small = fx::randn({7}, gen);
+    return std::vector<fx::Tensor>{big, small, fx::randn({3}, gen), big, small,
+                                   fx::randn({40000}, gen)};
+  };
+  auto batched = make();
+  std::vector<fx::Tensor> by_leaf;
+  for (size_t i = 0; i < batched.size(); ++i)  // the same ties, as copies
+    by_leaf.push_back(i == 3 ? by_leaf[0] : i == 4 ? by_leaf[1] : batched[i].clone());
+  std::vector<fx::Tensor> grads;
+  for (const auto& t : batched) grads.push_back(fx::randn(t.shape(), gen));
+  const fx::optim::Adam rule{.lr = 0.01};
+  auto opt = fx::optim::setup(rule, batched);
+  auto ref = fx::optim::setup(rule, by_leaf);
+  for (int step = 0; step < 3; ++step) {
+    fx::optim::update(opt, batched, grads);
+    for (size_t k = by_leaf.size(); k-- > 0;) rule.apply(ref.leaves[k], by_leaf[k], grads[k]);
+  }
+  for (size_t i = 0; i < batched.size(); ++i)
+    EXPECT_EQ(values(batched[i]), values(by_leaf[i])) << "leaf " << i;
+  EXPECT_NE(values(batched[0]), values(make()[0]));  // the steps did move the weights
+}
+
+TEST(Optimisers, AThrowingBatchedStepWritesNothing) {
+  std::vector<fx::Tensor> m = {fx::ones({40000}), fx::ones({3})};
+  auto opt = fx::optim::setup(FailsOnSecondLeaf{}, m);
+  EXPECT_TRUE(fx::testing::throws_mentioning(
+      [&] { fx::optim::update(opt, m, std::vector<fx::Tensor>{fx::ones({40000}), fx::ones({3})}); },
+      {"second leaf"}));
+  EXPECT_EQ(fx::sum(m[0]).item(), 40000.0);  // the last leaf's queued loop never ran
+  EXPECT_EQ(fx::sum(m[1]).item(), 3.0);
+  // The next step, with no batch left open on this thread, runs as usual.
+  opt.rule.calls = -10;
+  fx::optim::update(opt, m, std::vector<fx::Tensor>{fx::ones({40000}), fx::ones({3})});
+  EXPECT_EQ(fx::sum(m[0]).item(), 0.0);
 }
 
 TEST(Optimisers, AdamTrainsASmallNetwork) {

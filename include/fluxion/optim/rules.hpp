@@ -20,6 +20,7 @@ namespace fx::optim {
 
 // x -= lr * dx
 struct Descent {
+  static constexpr bool loops_only = true;  // see fluxion/optim/update.hpp
   double lr = 0.1;
   struct State {};
   State init(const Tensor&) const { return {}; }
@@ -29,6 +30,7 @@ struct Descent {
 // v = rho * v + lr * dx;  x -= v   (Flux's form: lr scales the velocity, so changing lr mid-run
 // affects only new contributions)
 struct Momentum {
+  static constexpr bool loops_only = true;  // see fluxion/optim/update.hpp
   double lr = 0.01;
   double rho = 0.9;
   struct State {
@@ -42,6 +44,7 @@ struct Momentum {
 // m = b1 m + (1 - b1) dx;  v = b2 v + (1 - b2) dx^2;
 // x -= lr / (1 - b1^t) * m / (sqrt(v / (1 - b2^t)) + eps)      (Kingma & Ba; as torch.optim.Adam)
 struct Adam {
+  static constexpr bool loops_only = true;  // see fluxion/optim/update.hpp
   double lr = 1e-3;
   double beta1 = 0.9;
   double beta2 = 0.999;
@@ -58,6 +61,7 @@ struct Adam {
 // Adam with decoupled weight decay (Loshchilov & Hutter): x *= 1 - lr * weight_decay, then the
 // Adam step. Defaults as torch.optim.AdamW.
 struct AdamW {
+  static constexpr bool loops_only = true;  // see fluxion/optim/update.hpp
   double lr = 1e-3;
   double beta1 = 0.9;
   double beta2 = 0.999;

@@ -24,6 +24,10 @@
 //     }
 //   };
 //
+// A rule whose apply does nothing but foreach_element calls (no tensor op reads what its loops
+// write) may say so with `static constexpr bool loops_only = true;`, as the built-in rules do:
+// update then gathers every leaf's loop and runs them all in one parallel region.
+//
 // State is kept per trainable leaf (defined floating tensors) in the order fx::for_each_tensor
 // visits them; a state type that declares FX_FIELDS is walked like a model (save/load). Before
 // anything is written, update checks that the model still has the leaves and shapes it had at
@@ -39,6 +43,7 @@
 
 #include "fluxion/core/fields.hpp"
 #include "fluxion/nn/functors.hpp"
+#include "fluxion/optim/elementwise.hpp"
 
 namespace fx::optim {
 
@@ -127,8 +132,18 @@ void update(OptimiserState<R>& s, M& model, const G& grad) {
   zip_tensors([&](Tensor& p, const Tensor& g) {
     if (nn::is_trainable(p)) leaves.emplace_back(&p, &g);
   }, model, grad);
-  for (size_t k = leaves.size(); k-- > 0;)
-    if (leaves[k].second->defined()) s.rule.apply(s.leaves[k], *leaves[k].first, *leaves[k].second);
+  auto apply_all = [&] {
+    for (size_t k = leaves.size(); k-- > 0;)
+      if (leaves[k].second->defined())
+        s.rule.apply(s.leaves[k], *leaves[k].first, *leaves[k].second);
+  };
+  if constexpr (requires { requires R::loops_only; }) {
+    detail::LoopBatch batch;  // every leaf's loop in one parallel region
+    apply_all();
+    batch.run();
+  } else {
+    apply_all();
+  }
 }
 
 }  // namespace fx::optim
