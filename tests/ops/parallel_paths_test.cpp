@@ -235,6 +235,27 @@ TEST(ParallelPaths, RowGatherOnTwoThreadsCopiesEveryRow) {
 // relu(NaN) is NaN on every path of the fused forward, as fx::relu gives it: a tiny product, a
 // split one, and the Dense-shaped f32 products that oneDNN's matmul primitive runs (whose own
 // relu turns NaN into 0), on one thread and two. The other rows match the composed ops.
+// A loader's batch gathers images and labels in one region, each thread the same share of both.
+TEST(ParallelPaths, LoaderBatchOnTwoThreadsPairsImagesWithTheirLabels) {
+  fx::Generator gen(14);
+  Tensor x = fx::randn({1000, 784}, gen);
+  Tensor y = fx::arange(1000);  // each sample's label is its index
+  fx::data::DataLoader loader(x, y, {.batch = 300, .shuffle = true, .seed = 5});
+  Threads two(2);
+  int64_t seen = 0;
+  for (auto [bx, by] : loader) {
+    const auto labels = fx::to_vector<int64_t>(by);
+    ASSERT_EQ(bx.shape()[0], int64_t(labels.size()));
+    for (size_t i = 0; i < labels.size(); ++i)
+      ASSERT_EQ(std::memcmp(bx.data<float>() + i * 784, x.data<float>() + labels[i] * 784,
+                            784 * sizeof(float)),
+                0)
+          << "row " << i << " of a batch, sample " << labels[i];
+    seen += int64_t(labels.size());
+  }
+  EXPECT_EQ(seen, 1000);
+}
+
 TEST(ParallelPaths, LinearReluKeepsNaN) {
   fx::Generator gen(21);
   struct Case {
