@@ -1,4 +1,5 @@
-// Losses as composites of public ops; the only non-differentiable work is validating labels.
+// Losses as composites of public ops, except logitcrossentropy with integer labels, one
+// primitive (ops/crossentropy.cpp); the only non-differentiable work is validating labels.
 #include "fluxion/nn/losses.hpp"
 
 #include <limits>
@@ -8,7 +9,9 @@
 #include "fluxion/ops/elementwise.hpp"
 #include "fluxion/ops/index.hpp"
 #include "fluxion/ops/reduce.hpp"
+#include "fluxion/ops/primitives.hpp"
 #include "fluxion/ops/view.hpp"
+#include "ops/fused.hpp"
 
 namespace fx {
 namespace {
@@ -53,8 +56,9 @@ void check_label_range(const Tensor& labels, int64_t classes, const char* loss) 
 
 bool is_labels(const Tensor& y) { return y.defined() && (y.dtype() == i64 || y.dtype() == i32); }
 
-// x[..., y[...]] as shape (..., 1) for integer labels y of shape (...).
-Tensor pick(const Tensor& x, const Tensor& y, const char* loss) {
+// Integer labels y for the prediction x: shaped like x without its class axis and, on the CPU,
+// each in range; contiguous.
+Tensor checked_labels(const Tensor& x, const Tensor& y, const char* loss) {
   Shape want(std::span<const int64_t>(x.shape().data(), x.ndim() - 1));
   FX_CHECK(y.shape() == want, "fx::", loss, ": labels ", y.shape(), " do not match prediction ",
            x.shape(), " (expected labels ", want, ")");
@@ -63,7 +67,12 @@ Tensor pick(const Tensor& x, const Tensor& y, const char* loss) {
     if (y.dtype() == i64) check_label_range<int64_t>(labels, x.shape().back(), loss);
     else check_label_range<int32_t>(labels, x.shape().back(), loss);
   }
-  return gather(x, -1, unsqueeze(labels, -1));
+  return labels;
+}
+
+// x[..., y[...]] as shape (..., 1) for integer labels y of shape (...).
+Tensor pick(const Tensor& x, const Tensor& y, const char* loss) {
+  return gather(x, -1, unsqueeze(checked_labels(x, y, loss), -1));
 }
 
 // One-hot or probability targets: the prediction's shape, converted to its dtype.
@@ -97,6 +106,15 @@ Tensor mse(const Tensor& yhat, const Tensor& y) {
 Tensor logitcrossentropy(const Tensor& logits, const Tensor& y) {
   const char* loss = "logitcrossentropy";
   check_class_axis(logits, loss);
+  // Integer labels: one primitive (ops/crossentropy.cpp) over the logits as (N, C) rows.
+  const int64_t classes = logits.shape().back();
+  if (is_labels(y) && (logits.dtype() == f32 || logits.dtype() == f64) && classes > 0 &&
+      logits.numel() > 0 && logits.device() == Device::cpu &&
+      has_kernel(logitcrossentropy_p, logits.device())) {
+    Tensor labels = checked_labels(logits, y, loss);
+    return bind(logitcrossentropy_p,
+                {reshape(contiguous(logits), {-1, classes}), reshape(labels, {-1})});
+  }
   Tensor lp = logsoftmax(logits, -1);
   Tensor total = is_labels(y) ? sum(pick(lp, y, loss)) : sum(class_target(lp, y, loss) * lp);
   return neg(total) * per_sample(logits);

@@ -6,6 +6,7 @@
 #include <fluxion/nn/activations.hpp>
 #include <fluxion/nn/losses.hpp>
 #include <fluxion/ops.hpp>
+#include <fluxion/ops/primitives.hpp>
 #include <fluxion/testing.hpp>
 
 namespace {
@@ -48,6 +49,35 @@ TEST(Losses, LogitcrossentropyWithLabelsEqualsOneHot) {
   EXPECT_TRUE(fx::allclose(g_labels, g_onehot, 1e-12, 1e-14));
   // d/dx = (softmax(x) - y) / N
   EXPECT_TRUE(fx::allclose(g_onehot, (fx::softmax(x) - y) / 5.0, 1e-12, 1e-14));
+}
+
+// With integer labels the loss is one primitive: its first-order pullback is one fused kernel,
+// its recorded (higher-order) pullback and its pushforward composed ops. All three must agree
+// with (softmax(x) - onehot(y)) / N.
+TEST(Losses, LogitcrossentropyPrimitiveAgreesInEveryMode) {
+  for (fx::DType t : {fx::f32, fx::f64}) {
+    auto x = fx::testing::randn({7, 5}, {.seed = 11, .dtype = t});
+    std::vector<int64_t> ls = {4, 0, 2, 2, 1, 3, 0};
+    auto labels = fx::from_vector(ls);
+    auto want = (fx::softmax(x) - onehot(ls, 5, t)) / 7.0;
+    auto f = [&](const fx::Tensor& a) { return fx::logitcrossentropy(a, labels); };
+    const double tol = t == fx::f32 ? 1e-6 : 1e-14;
+    EXPECT_TRUE(fx::allclose(fx::gradient(f, x), want, tol, tol));
+    // Inside an outer gradient the pullback is recorded: the composed form runs.
+    auto v = fx::testing::randn({7, 5}, {.seed = 12, .dtype = t});
+    auto gv = fx::gradient([&](const fx::Tensor& a) { return fx::sum(fx::gradient(f, a) * v); },
+                           x);
+    EXPECT_EQ(gv.shape(), x.shape());
+    EXPECT_GT(fx::max(fx::abs(gv)).item(), 0.0);
+    auto [y, dy] = fx::jvp(f, x, v);
+    EXPECT_NEAR(y.item(), f(x).item(), tol);
+    EXPECT_NEAR(dy.item(), fx::sum(want * v).item(), 10 * tol);
+  }
+  // Bound directly, the primitive checks its labels in the kernel.
+  auto x = fx::zeros({2, 3}, fx::f64);
+  EXPECT_TRUE(fx::testing::throws_mentioning(
+      [&] { (void)fx::bind(fx::logitcrossentropy_p, {x, fx::tensor({1, 3}, fx::i64)}); },
+      {"logitcrossentropy", "label 3", "position 1", "3 classes"}));
 }
 
 TEST(Losses, CrossentropyOnProbabilitiesAgreesWithTheLogitForm) {

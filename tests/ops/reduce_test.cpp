@@ -4,6 +4,8 @@
 
 #include <cmath>
 
+#include <fluxion/nn/losses.hpp>
+
 #include "op_rows.hpp"
 
 namespace fx::rows {
@@ -82,6 +84,20 @@ std::vector<Row> reduce_rows() {
        {.cases = shapes({{3, 4, 5, 2}})}},
       {"logsumexp_extreme", un([](const Tensor& x) { return fx::logsumexp(x, 0, true); }),
        {.cases = shapes({{7, 3}}), .range = {500, 600}}},
+      // logitcrossentropy with integer labels is one primitive over (N, C) rows: a batch of a
+      // few rows, one row, one class, a sequence's 3-d logits, wide logits, and past the CPU
+      // kernel's thread threshold (39000 logits).
+      {"logitcrossentropy",
+       [](const Args& a) { return fx::logitcrossentropy(a[0], a[1]); },
+       {.cases = {{In{{37, 10}}, In{{37}, Kind::index, 10}},
+                  {In{{1, 3}}, In{{1}, Kind::index, 3}},
+                  {In{{6, 1}}, In{{6}, Kind::index, 1}},
+                  {In{{2, 3, 4}}, In{{2, 3}, Kind::index, 4}},
+                  {In{{300, 130}}, In{{300}, Kind::index, 130}}},
+        .range = {-4, 4}}},
+      {"logitcrossentropy_i32_wide",
+       [](const Args& a) { return fx::logitcrossentropy(a[0], a[1]); },
+       {.cases = {{In{{9, 5}}, In{{9}, Kind::index, 5, i32}}}, .range = {-60, 60}}},
       // sum_squares goes through the tuned sum's loops: every path (all axes, short and 8..16
       // wide last axes, short rows under a middle axis, the generic middle and leading axes).
       {"sum_squares", un([](const Tensor& x) { return fx::sum_squares(x); }), {.cases = us}},

@@ -13,6 +13,8 @@
 #include <set>
 #include <sstream>
 
+#include <fluxion/nn/losses.hpp>
+
 #include "../ops/op_rows.hpp"
 
 namespace {
@@ -274,6 +276,10 @@ std::vector<OracleRow> oracle_rows() {
        [](const TArgs& a) { return torch::scatter_add(a[0], 1, a[1], a[2]); },
        {.cases = {{In{{5, 7}}, idx({5, 3}, 7), In{{5, 3}}},
                   {In{{4, 6}}, idx({4, 20}, 6), In{{4, 20}}}}}},
+      {"logitcrossentropy", [](const Args& a) { return fx::logitcrossentropy(a[0], a[1]); },
+       [](const TArgs& a) { return torch::nn::functional::cross_entropy(a[0], a[1]); },
+       {.cases = {{In{{37, 10}}, idx({37}, 10)}, {In{{300, 130}}, idx({300}, 130)}},
+        .range = {-4, 4}}},
       // composites
       {"softplus", un(fx::softplus), T1(torch::softplus(x)), {.cases = us, .range = {-5, 5}}},
       {"softplus_extreme", un(fx::softplus), T1(torch::softplus(x)),

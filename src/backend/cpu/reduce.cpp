@@ -367,6 +367,110 @@ bool logsumexp_backward(const KernelCall& c) {
   return true;
 }
 
+// The logits of a classifier's loss as the kernels below take them: (N, C) dense f32 or f64,
+// labels (N,) dense i64 or i32, each label checked against C.
+struct ClassProblem {
+  int64_t rows = 0, classes = 0;
+  std::vector<int64_t> labels;
+
+  bool take(const Tensor& x, const Tensor& y) {
+    if ((x.dtype() != f32 && x.dtype() != f64) || x.ndim() != 2 || !x.is_contiguous() ||
+        y.ndim() != 1 || !y.is_contiguous() || (y.dtype() != i64 && y.dtype() != i32) ||
+        y.shape()[0] != x.shape()[0])
+      return false;
+    rows = x.shape()[0];
+    classes = x.shape()[1];
+    labels.resize(size_t(rows));
+    for (int64_t i = 0; i < rows; ++i) {
+      const int64_t v = y.dtype() == i64 ? y.data<int64_t>()[i] : int64_t(y.data<int32_t>()[i]);
+      FX_CHECK(v >= 0 && v < classes, "fx::logitcrossentropy: label ", v, " at position ", i,
+               " is out of range for ", classes, " classes");
+      labels[size_t(i)] = v;
+    }
+    return true;
+  }
+
+  // fn(r0, nr, t, sums) for batches of rows r0..r0+nr: t holds exp(x - shift) of those rows
+  // (shift each row's maximum, 0 where that is infinite, as in logsumexp) and sums their row
+  // sums; shift[r] the shifts. Batches run across threads when the logits are large.
+  template <class T, class Fn>
+  void batches(const T* x, Fn fn) const {
+    const int64_t per = std::max<int64_t>(1, 2048 / classes);
+    const int64_t count = (rows + per - 1) / per;
+    split_range(count, team_for(rows * classes), [&](int64_t b0, int64_t b1) {
+      std::vector<T> t(static_cast<size_t>(per * classes));
+      std::vector<T> shift(static_cast<size_t>(per)), sums(static_cast<size_t>(per));
+      for (int64_t b = b0; b < b1; ++b) {
+        const int64_t r0 = b * per, nr = std::min(per, rows - r0);
+        for (int64_t r = 0; r < nr; ++r) {
+          const T* p = x + (r0 + r) * classes;
+          T m = row_max(p, classes);
+          if (std::isinf(m)) m = 0;
+          shift[size_t(r)] = m;
+          for (int64_t j = 0; j < classes; ++j) t[size_t(r * classes + j)] = p[j] - m;
+        }
+        vector_map(VecFn::exp, t.data(), t.data(), nr * classes);
+        for (int64_t r = 0; r < nr; ++r) {
+          T s = 0;
+          for (int64_t j = 0; j < classes; ++j) s += t[size_t(r * classes + j)];
+          sums[size_t(r)] = s;
+        }
+        fn(r0, nr, t.data(), sums.data(), shift.data());
+      }
+    });
+  }
+};
+
+// (x, labels) -> the mean over rows of logsumexp(x_i) - x_i[labels_i]: per-row losses, then
+// their sum in row order (the same at any thread count).
+bool logitcrossentropy(const KernelCall& c) {
+  ClassProblem cp;
+  if (!cp.take(c.in[0], c.in[1])) return false;
+  auto run = [&]<class T>() {
+    const T* x = c.in[0].data<T>();
+    std::vector<double> loss(size_t(cp.rows));
+    cp.batches(x, [&](int64_t r0, int64_t nr, const T*, T* sums, const T* shift) {
+      vector_map(VecFn::log, sums, sums, nr);
+      for (int64_t r = 0; r < nr; ++r) {
+        const int64_t i = r0 + r;
+        loss[size_t(i)] =
+            double(sums[r] + shift[r]) - double(x[i * cp.classes + cp.labels[size_t(i)]]);
+      }
+    });
+    double total = 0;
+    for (double l : loss) total += l;
+    *c.out.data<T>() = static_cast<T>(total / double(cp.rows));
+  };
+  if (c.in[0].dtype() == f32) run.template operator()<float>();
+  else run.template operator()<double>();
+  return true;
+}
+
+// (dy, x, labels) -> (softmax(x) - onehot(labels)) dy / N, dy 0-d: the loss's fused pullback.
+bool logitcrossentropy_backward(const KernelCall& c) {
+  const Tensor& dy = c.in[0];
+  ClassProblem cp;
+  if (dy.ndim() != 0 || dy.dtype() != c.in[1].dtype() || !c.out.is_contiguous() ||
+      !cp.take(c.in[1], c.in[2]))
+    return false;
+  auto run = [&]<class T>() {
+    const T g = T(double(*dy.data<T>()) / double(cp.rows));
+    T* out = c.out.data<T>();
+    cp.batches(c.in[1].data<T>(), [&](int64_t r0, int64_t nr, const T* t, const T* sums,
+                                      const T*) {
+      for (int64_t r = 0; r < nr; ++r) {
+        const T scale = g / sums[r];
+        T* o = out + (r0 + r) * cp.classes;
+        for (int64_t j = 0; j < cp.classes; ++j) o[j] = t[r * cp.classes + j] * scale;
+        o[cp.labels[size_t(r0 + r)]] -= g;
+      }
+    });
+  };
+  if (c.in[1].dtype() == f32) run.template operator()<float>();
+  else run.template operator()<double>();
+  return true;
+}
+
 }  // namespace
 
 void register_reduce() {
@@ -376,6 +480,8 @@ void register_reduce() {
   register_kernel(min_p, Device::cpu, kCpuRank, extremum<false>);
   register_kernel(logsumexp_p, Device::cpu, kCpuRank, logsumexp);
   register_kernel(logsumexp_backward_p, Device::cpu, kCpuRank, logsumexp_backward);
+  register_kernel(logitcrossentropy_p, Device::cpu, kCpuRank, logitcrossentropy);
+  register_kernel(logitcrossentropy_backward_p, Device::cpu, kCpuRank, logitcrossentropy_backward);
 }
 
 void register_elementwise();

@@ -138,6 +138,76 @@ bool logsumexp_backward(const KernelCall& c) {
   return true;
 }
 
+// Label i of a 1-d i64 or i32 tensor (any stride), checked against `classes`.
+int64_t label_at(const Tensor& labels, int64_t i, int64_t classes) {
+  const int64_t at = i * labels.stride(0);
+  const int64_t v =
+      labels.dtype() == i64 ? labels.data<int64_t>()[at] : int64_t(labels.data<int32_t>()[at]);
+  FX_CHECK(v >= 0 && v < classes, "fx::logitcrossentropy: label ", v, " at position ", i,
+           " is out of range for ", classes, " classes");
+  return v;
+}
+
+// Row i's log sum exp, as logsumexp above (double, shifted by the maximum).
+template <class T>
+double row_logsumexp(const Tensor& x, const T* xp, int64_t i) {
+  const int64_t classes = x.shape()[1];
+  auto at = [&](int64_t j) { return double(xp[i * x.stride(0) + j * x.stride(1)]); };
+  MaxAcc m;
+  for (int64_t j = 0; j < classes; ++j) m.add(at(j), j);
+  const double shift = std::isinf(m.value) ? 0.0 : m.value;
+  double s = 0;
+  for (int64_t j = 0; j < classes; ++j) s += std::exp(at(j) - shift);
+  return std::log(s) + shift;
+}
+
+bool is_class_problem(const Tensor& x, const Tensor& labels) {
+  return (x.dtype() == f32 || x.dtype() == f64) && x.ndim() == 2 && labels.ndim() == 1 &&
+         (labels.dtype() == i64 || labels.dtype() == i32) && labels.shape()[0] == x.shape()[0];
+}
+
+// (x, labels) -> the mean over rows of logsumexp(x_i) - x_i[labels_i].
+bool logitcrossentropy(const KernelCall& c) {
+  const Tensor &x = c.in[0], &labels = c.in[1];
+  if (!is_class_problem(x, labels)) return false;
+  visit_dtype(x.dtype(), [&]<class T>() {
+    if constexpr (std::is_floating_point_v<T>) {
+      const T* xp = x.data<T>();
+      const int64_t n = x.shape()[0];
+      double total = 0;
+      for (int64_t i = 0; i < n; ++i) {
+        const int64_t y = label_at(labels, i, x.shape()[1]);
+        total += row_logsumexp(x, xp, i) - double(xp[i * x.stride(0) + y * x.stride(1)]);
+      }
+      *c.out.data<T>() = static_cast<T>(total / double(n));
+    }
+  });
+  return true;
+}
+
+// (dy, x, labels) -> (softmax(x) - onehot(labels)) dy / N: the loss's fused pullback.
+bool logitcrossentropy_backward(const KernelCall& c) {
+  const Tensor &dy = c.in[0], &x = c.in[1], &labels = c.in[2];
+  if (!is_class_problem(x, labels) || dy.dtype() != x.dtype()) return false;
+  visit_dtype(x.dtype(), [&]<class T>() {
+    if constexpr (std::is_floating_point_v<T>) {
+      const T* xp = x.data<T>();
+      T* op = c.out.data<T>();
+      const int64_t n = x.shape()[0], classes = x.shape()[1];
+      const double g = double(*dy.data<T>()) / double(n);
+      for (int64_t i = 0; i < n; ++i) {
+        const int64_t y = label_at(labels, i, classes);
+        const double lse = row_logsumexp(x, xp, i);
+        for (int64_t j = 0; j < classes; ++j) {
+          const double p = std::exp(double(xp[i * x.stride(0) + j * x.stride(1)]) - lse);
+          op[offset_of(i * classes + j, c.out)] = static_cast<T>((p - (j == y)) * g);
+        }
+      }
+    }
+  });
+  return true;
+}
+
 template <bool Max>
 bool arg_reduce(const KernelCall& c) {
   const Tensor& x = c.in[0];
@@ -176,6 +246,8 @@ void register_reference_reduce() {
   register_kernel(logsumexp_p, cpu, r, logsumexp);
   register_kernel(sum_squares_p, cpu, r, reduce<SumSquaresAcc>);
   register_kernel(logsumexp_backward_p, cpu, r, logsumexp_backward);
+  register_kernel(logitcrossentropy_p, cpu, r, logitcrossentropy);
+  register_kernel(logitcrossentropy_backward_p, cpu, r, logitcrossentropy_backward);
   register_kernel(argmax_p, cpu, r, arg_reduce<true>);
   register_kernel(argmin_p, cpu, r, arg_reduce<false>);
 }
