@@ -7,11 +7,12 @@
 // activation were two more parallel regions, each reading the product that the other core had
 // half written.
 //
-// Backward: one parallel region. Each thread first computes its rows of dz = dy act'(y) and of
-// dx = dz w: the rows of dy it wrote itself as the next layer's dx, and of y that its share of
-// the forward wrote, so they come from its own core's cache. After one barrier it takes a block
-// of columns of dz: their sums (its part of db) and its rows of dW = dz^T x, the rows of W that
-// its share of the optimiser touches. With dz split by columns instead, half of each thread's dy
+// Backward: one parallel region. Each thread first computes its rows of dz = dy act'(y), their
+// column sums (in double) and its rows of dx = dz w: the rows of dy it wrote itself as the next
+// layer's dx, and of y that its share of the forward wrote, so they come from its own core's
+// cache. After one barrier it takes a block of columns: db there (the threads' partial sums,
+// added in thread order) and its rows of dW = dz^T x, the rows of W that its share of the
+// optimiser touches. With dz split by columns instead, half of each thread's dy
 // and y came from the other core, and writing dz over dy pulled lines the other core held: on
 // two threads the MLP's first layer spent 16-19 us per thread on act' and db, against 13 us for
 // all of it on one thread. Composed, the backward was four or five regions (act', the bias sum,
