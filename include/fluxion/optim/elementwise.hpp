@@ -160,11 +160,13 @@ void foreach_element(const char* rule, const Tensor& param, const Tensor& grad, 
     T* x = param.data<T>();
     const T* dx = g.data<T>();
     if (detail::LoopBatch* batch = detail::LoopBatch::current()) {
-      // g is kept: it may be a converted or contiguous copy that nothing else holds.
-      batch->add(n, x, [fn, g, broadcast, x, dx, ... s = state.template data<T>()](
-                           int64_t lo, int64_t hi) mutable {
-        if (broadcast) detail::run_range<true>(lo, hi, fn, x, dx, s...);
-        else detail::run_range<false>(lo, hi, fn, x, dx, s...);
+      // The loop holds its tensors: g may be a converted or contiguous copy that nothing else
+      // holds, and a state tensor may be a temporary of the rule's apply.
+      batch->add(n, x, [fn, g, param, broadcast, ... s = state](int64_t lo, int64_t hi) mutable {
+        T* p = param.data<T>();
+        const T* d = g.data<T>();
+        if (broadcast) detail::run_range<true>(lo, hi, fn, p, d, s.template data<T>()...);
+        else detail::run_range<false>(lo, hi, fn, p, d, s.template data<T>()...);
       });
       return;
     }
