@@ -24,8 +24,9 @@ struct BlasMatrix {
 // Row-major (rows x cols) view with strides (rs, cs): usable by BLAS when one stride is 1.
 bool as_blas(int64_t rows, int64_t cols, int64_t rs, int64_t cs, BlasMatrix& m);
 
-// One single-threaded-inside-our-team BLAS call, C = op(A) op(B), row-major (float: oneDNN up to
-// about 400^3 multiply-adds, OpenBLAS above; double: OpenBLAS). Instantiated for float and double.
+// One single-threaded-inside-our-team BLAS call, C = op(A) op(B), row-major (float: oneDNN from
+// about 64^3 to 400^3 multiply-adds, OpenBLAS outside that; double: OpenBLAS). Instantiated for
+// float and double.
 template <class T>
 void gemm(bool ta, bool tb, int64_t m, int64_t n, int64_t k, const T* a, int64_t lda,
           const T* b, int64_t ldb, T* c, int64_t ldc);

@@ -31,11 +31,17 @@ bool as_blas(int64_t rows, int64_t cols, int64_t rs, int64_t cs, BlasMatrix& m) 
 }
 
 namespace {
-// f32 products up to this size (m n k, about 400^3) go to oneDNN's sgemm, larger ones and every
-// other dtype to OpenBLAS. Measured on the 2-core AMD EPYC machine, each library called directly
-// (f32, interleaved, best of 7): oneDNN ran the MLP's five products (m, n, k from 128 to 784)
-// 5% faster than OpenBLAS at one thread and 9% faster at two, and square products 5-40% faster
-// up to n = 256; from n = 512 OpenBLAS was 2-8% faster.
+// f32 products above kOnednnMinGemm and up to kOnednnMaxGemm (m n k, about 64^3 and 400^3) go to
+// oneDNN's sgemm; smaller and larger ones and every other dtype to OpenBLAS. Measured on the
+// 2-core AMD EPYC machine, each library called directly (f32, interleaved, best of 7): oneDNN ran
+// the MLP's five products (m, n, k from 128 to 784) 5% faster than OpenBLAS at one thread and 9%
+// faster at two, and square products 5-40% faster up to n = 256; from n = 512 OpenBLAS was 2-8%
+// faster. Below about 64^3, OpenBLAS's small-matrix kernels (no packing, little code to bring into cache)
+// won where it counts, in training: the MLP's classifier-layer pullback (dW = dz^T x, 10 x 128 x
+// 128, and dx = dz W, 128 x 128 x 10) took 9.4-10.5 us at one thread against 15.1-16.0 us through
+// oneDNN's sgemm, and 10.4-10.8 us against 14.5-14.8 us at two threads (the two side by side).
+// Alone in a hot cache the two libraries ran these within 10% of each other.
+constexpr int64_t kOnednnMinGemm = int64_t(1) << 18;
 constexpr int64_t kOnednnMaxGemm = int64_t(1) << 26;
 
 }  // namespace
@@ -45,7 +51,7 @@ void gemm(bool ta, bool tb, int64_t m, int64_t n, int64_t k, const T* a, int64_t
           const T* b, int64_t ldb, T* c, int64_t ldc) {
   auto A = ta ? CblasTrans : CblasNoTrans, B = tb ? CblasTrans : CblasNoTrans;
   if constexpr (std::is_same_v<T, float>) {
-    if (m * n * k <= kOnednnMaxGemm) {
+    if (m * n * k > kOnednnMinGemm && m * n * k <= kOnednnMaxGemm) {
       // Row-major, like cblas; inside one of our parallel regions its OpenMP build runs
       // single-threaded, as the OpenMP build of OpenBLAS does.
       const dnnl_status_t st =
