@@ -36,10 +36,10 @@ namespace {
 // 2-core AMD EPYC machine, each library called directly (f32, interleaved, best of 7): oneDNN ran
 // the MLP's five products (m, n, k from 128 to 784) 5% faster than OpenBLAS at one thread and 9%
 // faster at two, and square products 5-40% faster up to n = 256; from n = 512 OpenBLAS was 2-8%
-// faster. Below about 64^3, OpenBLAS's small-matrix kernels (no packing, little code to bring into cache)
-// won where it counts, in training: the MLP's classifier-layer pullback (dW = dz^T x, 10 x 128 x
-// 128, and dx = dz W, 128 x 128 x 10) took 9.4-10.5 us at one thread against 15.1-16.0 us through
-// oneDNN's sgemm, and 10.4-10.8 us against 14.5-14.8 us at two threads (the two side by side).
+// faster. Below about 64^3, OpenBLAS's small-matrix kernels (no packing, little code to bring
+// into cache) won where it counts, in training: the MLP's classifier-layer pullback (dW = dz^T x,
+// 10 x 128 x 128, and dx = dz W, 128 x 128 x 10) took 9.4-10.5 us at one thread against
+// 15.1-16.0 us through oneDNN's sgemm, and 10.4-10.8 us against 14.5-14.8 us at two threads (the two side by side).
 // Alone in a hot cache the two libraries ran these within 10% of each other.
 constexpr int64_t kOnednnMinGemm = int64_t(1) << 18;
 constexpr int64_t kOnednnMaxGemm = int64_t(1) << 26;
@@ -93,7 +93,7 @@ void gemm(bool ta, bool tb, int64_t m, int64_t n, int64_t k, const T* a, int64_t
 // the row split every thread read all of W, half of it just written by the other core. A 2-thread
 // MLP epoch with intra-op threading took 0.30 s instead of 0.33 s (1 thread: 0.49 s).
 //
-// An f32 product x @ W^T (A dense by rows, B a transposed weight) from about 100^3 to 400^3 goes
+// An f32 product x @ W^T (A dense by rows, B a transposed weight) from about 50^3 to 400^3 goes
 // to oneDNN's matmul primitive instead (onednn_matmul.cpp), on oneDNN's own threads. Another
 // f32 product of that shape that oneDNN computes is better still left to oneDNN's threading:
 // one dnnl_sgemm call from outside any parallel region, which runs on our OpenMP team, followed
