@@ -40,7 +40,8 @@ namespace {
 // into cache) won where it counts, in training: the MLP's classifier-layer pullback (dW = dz^T x,
 // 10 x 128 x 128, and dx = dz W, 128 x 128 x 10) took 9.4-10.5 us at one thread against
 // 15.1-16.0 us through oneDNN's sgemm, and 10.4-10.8 us against 14.5-14.8 us at two threads
-// (the two side by side). Alone in a hot cache the two libraries ran these within 10% of each other.
+// (the two side by side). Alone in a hot cache the two libraries ran these within 10% of each
+// other.
 constexpr int64_t kOnednnMinGemm = int64_t(1) << 18;
 constexpr int64_t kOnednnMaxGemm = int64_t(1) << 26;
 
