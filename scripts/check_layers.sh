@@ -12,6 +12,7 @@ declare -A allowed=(
   [testing]="core ops ad testing"
   [nn]="core ops ad nn"
   [optim]="core ops ad nn optim"
+  [sci]="core ops ad nn optim sci"
   [data]="core ops data"
   [io]="core ops nn io"
   [train]="core ops ad nn optim data io train"

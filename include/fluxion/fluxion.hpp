@@ -28,5 +28,6 @@
 #include "fluxion/nn.hpp"
 #include "fluxion/ops.hpp"
 #include "fluxion/optim.hpp"
+#include "fluxion/sci.hpp"
 #include "fluxion/train/metrics.hpp"
 #include "fluxion/train/progress.hpp"

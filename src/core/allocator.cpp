@@ -113,6 +113,9 @@ Storage* Storage::create(size_t nbytes, Device device) {
   Storage* s = pool_new<Storage>(tc.storages, tc.nstorages);
   s->device = device;
   s->nbytes = nbytes;
+  // Two adds and a compare: cheap enough to keep always on (memory tests read the peak).
+  tc.stats.live_bytes += int64_t(nbytes);
+  if (tc.stats.live_bytes > tc.stats.peak_bytes) tc.stats.peak_bytes = tc.stats.live_bytes;
   if (nbytes <= kInlineBytes) {
     s->data = s->inline_buf;
   } else {
@@ -123,6 +126,7 @@ Storage* Storage::create(size_t nbytes, Device device) {
 }
 
 void Storage::destroy(Storage* s) {
+  tc.stats.live_bytes -= int64_t(s->nbytes);
   if (s->data != s->inline_buf) cache_free(s->data, s->nbytes);
   pool_delete(s, tc.storages, tc.nstorages);
 }
@@ -139,6 +143,8 @@ AllocatorStats allocator_stats() {
   s.cached_bytes = tc.cached_bytes;
   return s;
 }
+
+void reset_peak_bytes() { tc.stats.peak_bytes = tc.stats.live_bytes; }
 
 bool allocator_caches() {
 #ifdef FLUXION_NO_POOL

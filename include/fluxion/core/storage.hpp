@@ -46,8 +46,13 @@ struct AllocatorStats {
   uint64_t system_allocs = 0;  // calls that reached the system allocator
   uint64_t cache_hits = 0;     // requests served from the cache
   size_t cached_bytes = 0;     // bytes held for reuse
+  // Bytes of tensor data alive (created here, not yet destroyed) and their high-water mark since
+  // the last reset_peak_bytes(). Per thread: a buffer freed on another thread is counted there.
+  int64_t live_bytes = 0;
+  int64_t peak_bytes = 0;
 };
 AllocatorStats allocator_stats();
+void reset_peak_bytes();  // peak_bytes = live_bytes (measure the peak of one computation)
 bool allocator_caches();  // false in sanitizer builds, where every buffer goes to malloc/free
 void empty_cache();  // returns every cached buffer of this thread to the system
 
