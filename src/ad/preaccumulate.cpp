@@ -13,8 +13,9 @@ namespace {
 // they only have to differ from the recording's id and from earlier terms' ids while the
 // recording lives. A thread-local counter (skipping 0) is enough.
 uint32_t next_term_id() {
-  static thread_local uint32_t counter = 0x80000000u;
-  if (++counter == 0) counter = 0x80000000u;
+  // Term ids: [2^30, 2^31 - 1), apart from the recordings' (scalar.cpp) and kConsumedTapeId.
+  static thread_local uint32_t counter = 0x40000000u;
+  if (++counter >= kConsumedTapeId) counter = 0x40000000u;
   return counter;
 }
 }  // namespace

@@ -35,7 +35,9 @@ inline bool valid_id(uint32_t t, unsigned long long ids) {
 
 // Throws unless every Real of v[0, n) may join an expression under `ids` (the active ones).
 inline void check_range(const Real* v, size_t n, const RangeIds& r, unsigned long long ids) {
-  const uint32_t t_any = uint32_t(r.any >> 32), t_all = uint32_t(r.all >> 32);
+  // Masked: elements that differ only in kFresh have one id.
+  const uint32_t t_any = uint32_t(r.any >> 32) & kTapeIdMask;
+  const uint32_t t_all = uint32_t(r.all >> 32) & kTapeIdMask;
   if (t_any == t_all) {
     if (!valid_id(t_any, ids)) [[unlikely]] scalar_tape_mismatch();
     return;
@@ -53,7 +55,8 @@ using U32x4 = uint32_t __attribute__((vector_size(16)));
 using F64x2 = double __attribute__((vector_size(16)));
 using U64x2 = uint64_t __attribute__((vector_size(16)));
 using U32x2 = uint32_t __attribute__((vector_size(8)));
-static_assert(sizeof(Real) == 16 && alignof(Real) == 8 && std::is_trivially_copyable_v<Real>);
+// Read as raw words (never written so: Real's copy clears kFresh).
+static_assert(sizeof(Real) == 16 && alignof(Real) == 8 && std::is_standard_layout_v<Real>);
 
 // Two Reals at p: their values and their index | tape << 32 words, from one 32-byte load.
 struct TwoReals {

@@ -14,11 +14,11 @@ thread_local constinit ScalarTape* active_scalar_tape = nullptr;
 thread_local constinit unsigned long long active_scalar_ids = 0;
 
 void scalar_tape_mismatch() {
-  detail::fail("fx::Real: a variable from another scalar gradient (finished, or an outer one "
-               "captured by a nested gradient) or from a finished term of "
-               "fx::preaccumulated_sum was used; for higher derivatives of scalar code "
-               "differentiate fx::Dual code in reverse (fx::hessian in scalar_derivatives.hpp) "
-               "or differentiate tensors instead");
+  detail::fail("fx::Real: a value from another scalar gradient (a finished one, or an outer "
+               "one captured by a nested gradient whose arguments are plain numbers: pass the "
+               "outer gradient's number type, e.g. the captured fx::Real, so the inner gradient "
+               "differentiates through it), from a finished term of fx::preaccumulated_sum, or "
+               "one read after it was std::move'd into an operation was used");
 }
 
 namespace {
@@ -204,8 +204,10 @@ ScalarRecording::ScalarRecording()
   tape_->clear();
   active_scalar_tape = tape_;
   uint32_t id;
-  do id = next_tape_id.fetch_add(1, std::memory_order_relaxed) + 1;
-  while (id == 0);  // 0 means "none"
+  // Recording ids: [1, 2^30) (0 means "none"; higher ids are preaccumulated terms' and
+  // kConsumedTapeId, in the 31 bits of a Real's tape word).
+  do id = (next_tape_id.fetch_add(1, std::memory_order_relaxed) + 1) & 0x3FFFFFFFu;
+  while (id == 0);
   set_active_scalar_ids(id, id);
 }
 

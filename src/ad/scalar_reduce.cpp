@@ -136,8 +136,9 @@ bool dot_ids_valid(const DotIds& d) {
   const U64x4 any = d.any | __builtin_shufflevector(d.any, d.any, 2, 3, 0, 1);
   const U64x4 all = d.all & __builtin_shufflevector(d.all, d.all, 2, 3, 0, 1);
   const unsigned long long ids = active_scalar_ids;
-  return ((any[0] ^ all[0]) >> 32 | (any[1] ^ all[1]) >> 32) == 0 &&
-         valid_id(uint32_t(any[0] >> 32), ids) && valid_id(uint32_t(any[1] >> 32), ids);
+  return (((any[0] ^ all[0]) >> 32 | (any[1] ^ all[1]) >> 32) & kTapeIdMask) == 0 &&
+         valid_id(uint32_t(any[0] >> 32) & kTapeIdMask, ids) &&
+         valid_id(uint32_t(any[1] >> 32) & kTapeIdMask, ids);
 }
 
 // Whether some operand written into `d` is recorded (a nonzero index in a low half).

@@ -171,18 +171,18 @@ TEST(PreaccumulatedSum, WithoutARecordingItIsAPlainSum) {
   EXPECT_EQ(s.index(), 0u);
 }
 
-TEST(PreaccumulatedSum, ExpressionsFollowTheSameRulesAsReals) {
+TEST(PreaccumulatedSum, TemporariesFollowTheSameRulesAsNamedReals) {
   fx::ad::ScalarRecording rec;
   fx::Real x = rec.variable(2.0), y = rec.variable(5.0);
-  auto before = x * y;  // an unrecorded expression of the recording's own values
-  auto escaped = x * x; // replaced inside a term by one of the term's values
+  auto before = x * y;   // made before the sum: terms may use it
+  auto escaped = x * x;  // replaced inside a term by one of the term's values
   fx::Real s = fx::preaccumulated_sum(2, [&](size_t i) {
     fx::Real t = x * double(i + 1);
     escaped = t * 1.0;
-    return fx::Real(before * t);  // may use expressions made before the sum
+    return before * t;  // a fresh temporary returned from the term
   });
   EXPECT_DOUBLE_EQ(s.value(), 10.0 * 2 + 10.0 * 4);
-  EXPECT_THROW({ fx::Real bad = escaped; (void)bad; }, fx::Error);
+  EXPECT_THROW({ fx::Real bad = escaped * 2.0; (void)bad; }, fx::Error);
   const auto& adj = rec.adjoints(s);  // s = x y (x + 2x) = 3 x^2 y
   EXPECT_DOUBLE_EQ(adj[x.index()], 6 * 2.0 * 5.0);
   EXPECT_DOUBLE_EQ(adj[y.index()], 3 * 2.0 * 2.0);

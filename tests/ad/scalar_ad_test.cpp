@@ -101,8 +101,8 @@ TEST(ScalarAD, CapturingAnOuterVariableInANestedGradientIsAnError) {
 }
 
 TEST(ScalarAD, AutoExpressionsKeepTheirOperandsValues) {
-  // `auto t = a * b` is an unrecorded expression holding copies: changing a afterwards must not
-  // change t, exactly as with double.
+  // `auto t = a * b` is a Real holding its value: changing a afterwards must not change t,
+  // exactly as with double.
   auto f = [](auto x) {
     auto a = x + 0.0;
     decltype(x) b = 3.0;

@@ -43,16 +43,6 @@ using ComplexReal = std::complex<Real>;
   }                                                                                         \
   inline ComplexReal operator OP(const std::complex<double>& a, const ComplexReal& b) {   \
     return ComplexReal(a.real(), a.imag()) OP b;                                           \
-  }                                                                                         \
-  template <class E>                                                                        \
-    requires ad::is_expr_node_v<E>                                                          \
-  inline ComplexReal operator OP(const ComplexReal& a, const E& b) {                       \
-    return a OP Real(b);                                                                    \
-  }                                                                                         \
-  template <class E>                                                                        \
-    requires ad::is_expr_node_v<E>                                                          \
-  inline ComplexReal operator OP(const E& a, const ComplexReal& b) {                       \
-    return Real(a) OP b;                                                                    \
   }
 FX_COMPLEX_REAL_MIXED(+)
 FX_COMPLEX_REAL_MIXED(-)

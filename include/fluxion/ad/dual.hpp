@@ -34,6 +34,10 @@ namespace fx {
 template <class T, int N, int L>
 class Dual;
 
+// A leaf of FX_FIELDS structures (fluxion/core/leaves.hpp), as double is.
+template <class T, int N, int L>
+struct is_number_type<Dual<T, N, L>> : std::true_type {};
+
 namespace ad {
 
 template <class T>

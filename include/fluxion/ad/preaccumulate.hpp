@@ -62,7 +62,7 @@ class SumPreaccumulation {
 template <class F>
 auto preaccumulated_sum(size_t n, F&& term) {
   using R = std::remove_cvref_t<std::invoke_result_t<F&, size_t>>;
-  if constexpr (ad::RealExpr<R>) {
+  if constexpr (std::is_same_v<R, Real>) {
     if (!ad::SumPreaccumulation::available()) {
       Real s = 0;
       for (size_t i = 0; i < n; ++i) s += term(i);
@@ -71,7 +71,7 @@ auto preaccumulated_sum(size_t n, F&& term) {
     ad::SumPreaccumulation acc(*ad::active_scalar_tape);
     for (size_t i = 0; i < n; ++i) {
       acc.begin_term();
-      acc.end_term(Real(term(i)));
+      acc.end_term(term(i));
     }
     return acc.finish();
   } else {

@@ -11,17 +11,15 @@
 //   fx::Real z = x * y + sin(x);                                // one statement, three operands
 //   double dzdx = rec.adjoints(z)[x.index()];                   // y + cos(x)
 //
-// Generic functions (templates or `auto` lambdas) written for double work unchanged: arithmetic,
-// comparisons, and the <cmath> functions below are found by argument-dependent lookup. Values
-// that never touch the argument are constants and record nothing.
-//
-// Arithmetic on Reals returns small expression objects (fx::ad::Expr<N>, N operands) that are
-// recorded when they become a Real (assignment, `T x = ...`, a return typed T). They hold their
-// operands by value, so `auto t = a * b;` is safe: t keeps a's and b's values and indices at the
-// time it was made, whatever happens to a and b afterwards, and every use of t is correct. The
-// one thing they cannot do is stand in for the number type itself: a function template that
-// deduces T from an expression argument (`template <class T> T sq(T v)` called as `sq(a - b)`)
-// gets the expression type; pass `fx::Real(a - b)` or spell T there.
+// Generic functions (templates or `auto` lambdas) written for double work unchanged: every
+// operation on Reals returns a Real (so `auto`, templates deducing T from an argument,
+// std::max(a, b * c) and std::complex<Real> behave as with double), comparisons look at values,
+// and the <cmath> functions below are found by argument-dependent lookup (floor, ceil, round,
+// trunc and fmod with their derivative 0 or 1 between the jumps). Values that never touch the
+// argument are constants and record nothing. An operation on a temporary extends the
+// temporary's statement instead of adding one (ad::Record), so `s += a * b` is one statement.
+// Real copies like double, but is not trivially copyable: a copy drops the mark that lets an
+// operation take over its statement.
 #pragma once
 #include <cmath>
 #include <concepts>
@@ -29,9 +27,11 @@
 #include <iosfwd>
 #include <memory>
 #include <type_traits>
+#include <utility>
 #include <vector>
 
 #include "fluxion/core/error.hpp"
+#include "fluxion/core/leaves.hpp"
 
 
 namespace fx {
@@ -139,27 +139,23 @@ inline void set_active_scalar_ids(uint32_t id, uint32_t base) {
 // inlining.
 [[noreturn, gnu::cold, gnu::noinline]] void scalar_tape_mismatch();
 
-// An unrecorded expression of N operands (see Expr below). The defaulted type parameter puts
-// namespace fx among its associated namespaces, so argument-dependent lookup finds fx's
-// operators and math functions for it.
-template <int N, class = Real>
-struct Expr;
-
 class ScalarRecording;
+struct Record;
 
+// fx::Real, or a number: what Real arithmetic accepts.
 template <class T>
-inline constexpr bool is_expr_node_v = false;
-template <int N>
-inline constexpr bool is_expr_node_v<Expr<N>> = true;
-
-// fx::Real or an unrecorded expression of Reals.
+concept RealLike = std::same_as<std::remove_cvref_t<T>, Real>;
 template <class T>
-concept RealExpr = std::same_as<std::remove_cvref_t<T>, Real> || is_expr_node_v<std::remove_cvref_t<T>>;
-// What Real arithmetic accepts: Real expressions and plain numbers.
-template <class T>
-concept RealOperand = RealExpr<T> || std::is_arithmetic_v<std::remove_cvref_t<T>>;
+concept RealOperand = RealLike<T> || std::is_arithmetic_v<std::remove_cvref_t<T>>;
 template <class A, class B>
-concept RealPair = RealOperand<A> && RealOperand<B> && (RealExpr<A> || RealExpr<B>);
+concept RealPair = RealOperand<A> && RealOperand<B> && (RealLike<A> || RealLike<B>);
+
+// A Real's tape word: the recording's id (31 bits) and, in the top bit, kFresh: the Real was made
+// by an operation and has not been copied since (see Record).
+inline constexpr uint32_t kFresh = 0x80000000u, kTapeIdMask = 0x7FFFFFFFu;
+// The tape id a Real gets when its statement was taken over by a later operation (see Record):
+// no recording has it, so any further use of that Real is caught as a foreign one.
+inline constexpr uint32_t kConsumedTapeId = 0x7FFFFFFFu;
 
 template <class X>
 constexpr double value_of(const X& x) {
@@ -174,88 +170,56 @@ class Real {
   Real() = default;
   Real(double v) : v_(v) {}  // NOLINT: constants convert implicitly, as doubles do
   Real(double v, uint32_t index) : v_(v), i_(index), tape_(index ? ad::active_scalar_tape_id() : 0) {}
-  // Records the expression as one statement (a constant when no operand is recorded).
-  template <class E>
-    requires ad::is_expr_node_v<E>
-  Real(const E& e);  // NOLINT: expressions become Reals implicitly, as in double code
+  // A copy is never fresh: its statement may be shared with the original (see ad::Record).
+  Real(const Real& o) : v_(o.v_), i_(o.i_), tape_(o.tape_ & ad::kTapeIdMask) {}
+  Real& operator=(const Real& o) {
+    v_ = o.v_;
+    i_ = o.i_;
+    tape_ = o.tape_ & ad::kTapeIdMask;
+    return *this;
+  }
 
   double value() const { return v_; }
   uint32_t index() const { return i_; }
-  uint32_t tape_id() const { return tape_; }  // the recording index() belongs to (0: constant)
-  // Both in one 64-bit word (tape id in the high half): one load in loops over many Reals.
+  // The recording index() belongs to (0: constant).
+  uint32_t tape_id() const { return tape_ & ad::kTapeIdMask; }
+  // Both in one 64-bit word (the tape word in the high half, its top bit kFresh): one load in
+  // loops over many Reals.
   uint64_t index_and_tape() const { return uint64_t(tape_) << 32 | i_; }
   explicit operator double() const { return v_; }
 
   template <class E>
     requires ad::RealOperand<E>
-  Real& operator+=(const E& o);
+  Real& operator+=(E&& o);
   template <class E>
     requires ad::RealOperand<E>
-  Real& operator-=(const E& o);
+  Real& operator-=(E&& o);
   template <class E>
     requires ad::RealOperand<E>
-  Real& operator*=(const E& o);
+  Real& operator*=(E&& o);
   template <class E>
     requires ad::RealOperand<E>
-  Real& operator/=(const E& o);
+  Real& operator/=(E&& o);
 
   void check_same_tape() const {
-    if (tape_ != ad::active_scalar_tape_id() && tape_ != ad::active_scalar_base_id()) [[unlikely]]
+    if (tape_id() != ad::active_scalar_tape_id() && tape_id() != ad::active_scalar_base_id()) [[unlikely]]
       ad::scalar_tape_mismatch();
   }
 
  private:
   friend class ad::ScalarRecording;  // makes variables in bulk
+  friend struct ad::Record;          // records operations
   Real(double v, uint32_t index, uint32_t tape) : v_(v), i_(index), tape_(tape) {}
 
   double v_ = 0;
   uint32_t i_ = 0;     // 0: a constant
-  uint32_t tape_ = 0;  // id of the recording that owns index i_ (fills the padding)
+  uint32_t tape_ = 0;  // id of the recording that owns index i_, and kFresh (fills the padding)
 };
 
 namespace ad {
 
-// An expression of Reals, not yet recorded: its value and, per operand, the index and partial
-// derivative. The type depends only on the operand count N (not on the expression's shape), and
-// a shorter expression or a number converts to a longer one (padding with constant slots), so
-// `c ? x * y : exp(x)` and `c ? x * y : 0.0` have a type, as in double code. Operands are copied
-// in, never referenced: `auto t = a * b;` stays valid and keeps a's and b's values at the time it
-// was made.
-//
-// Each Real operand is checked against the recording when it joins (`bad`), and the expression
-// remembers the recording's ids at the time (`ids`, as in active_scalar_ids): recording it, or
-// joining it to another expression, under other ids is an error. One flag and the ids instead of
-// an id per operand keep the check off the copies every node makes.
-template <int N, class>
-struct Expr {
-  double v;
-  uint32_t idx[N];
-  double mul[N];
-  unsigned long long ids;
-  uint32_t bad;
-
-  struct Uninit {};
-  explicit Expr(Uninit) : ids(active_scalar_ids), bad(0) {}
-  template <class S>
-    requires std::is_arithmetic_v<S>
-  Expr(S s) : v(double(s)), idx{}, mul{}, ids(active_scalar_ids), bad(0) {}  // NOLINT: a constant
-  template <int M>
-    requires(M < N)
-  Expr(const Expr<M>& o) : v(o.v), idx{}, mul{}, ids(o.ids), bad(o.bad) {  // NOLINT: padded
-    for (int k = 0; k < M; ++k) idx[k] = o.idx[k], mul[k] = o.mul[k];
-  }
-
-  double value() const { return v; }
-  explicit operator double() const { return v; }
-};
-
-template <class A>
-constexpr int operands_v = 1;
-template <int N>
-constexpr int operands_v<Expr<N>> = N;
-
-// 1 when a value made under recording id `t` may not join an expression made under `ids` (as in
-// active_scalar_ids): only the same recording, or (inside a term of a preaccumulated sum) the
+// 1 when a value made under recording id `t` may not take part in an operation under `ids` (as
+// in active_scalar_ids): only the same recording, or (inside a term of a preaccumulated sum) the
 // recording the sum runs on, may.
 inline uint32_t foreign_id(uint32_t t, unsigned long long ids) {
   return uint32_t(t != uint32_t(ids)) & uint32_t(t != uint32_t(ids >> 32));
@@ -265,140 +229,215 @@ inline uint32_t foreign(const Real& x, unsigned long long ids) {
   return foreign_id(x.tape_id(), ids) & uint32_t(x.tape_id() != 0);
 }
 
-// One operand slot from a Real (partial m) or the slots of an expression (scaled by m).
-template <int K, int N>
-void put(Expr<N>& out, const Real& x, double m) {
-  out.idx[K] = x.index();
-  out.mul[K] = m;
-  out.bad |= foreign(x, out.ids);
-}
-template <int K, int N, int M>
-void put(Expr<N>& out, const Expr<M>& x, double m) {
-  for (int k = 0; k < M; ++k) {
-    out.idx[K + k] = x.idx[k];
-    out.mul[K + k] = m * x.mul[k];
+// Every operation on Reals returns a Real, recorded at once as one statement with an
+// (operand index, partial) pair per recorded operand, so Real is a number type like double:
+// `auto`, templates deducing T, std::max(a, b * c) and std::complex<Real> all see one type.
+//
+// Statement folding. When an operand is the fresh result of an operation (an rvalue Real whose
+// tape word has kFresh: made by an operation and never copied, as in `s += a * b` or
+// `exp(x - m)`) and its statement is still the tape's last, the operation extends that
+// statement instead of adding one: the temporary's partials are scaled by its own partial and
+// the other operand is appended (two such temporaries, the last two statements, become one).
+// `exp(x - m)` is one statement with operands x and m, `s + a * b` one with s, a, b: the tape
+// Adept's expression templates would make, with no expression types. A copy is never fresh
+// (getters returning by value, as std::complex<Real>::real() does, hand out copies of stored
+// Reals whose statements must stay as they are), nor is a Real named by the program unless it
+// was initialised directly by an operation and is then passed with std::move: that one is
+// marked consumed (tape id kConsumedTapeId) once folded, so reading it again throws instead of
+// using a statement that now means something else.
+struct Record {
+  // y = f(a), a new statement.
+  static Real one(const Real& a, double v, double d) {
+    const unsigned long long ids = active_scalar_ids;
+    if (foreign(a, ids)) [[unlikely]] scalar_tape_mismatch();
+    if (!a.i_) return Real(v);
+    ScalarTape* t = active_scalar_tape;
+    t->reserve(1);
+    const size_t o = t->ops_n_, k = t->n_ + 1;
+    t->idx_[o] = a.i_;
+    t->mul_[o] = d;
+    t->ops_n_ = o + 1;
+    t->n_ = k;
+    t->end_[k] = uint32_t(o + 1);
+    return Real(v, uint32_t(k), uint32_t(ids) | kFresh);
   }
-  out.bad |= x.bad | foreign_id(uint32_t(x.ids), out.ids);
-}
+  static Real one(Real&& a, double v, double d) {
+    const unsigned long long ids = active_scalar_ids;
+    if (!extendable(a, ids)) return one(static_cast<const Real&>(a), v, d);
+    scale(a.i_, d);
+    return take_over(a, v);
+  }
+  // y = f(a, b), a new statement (a constant operand's slot writes the sink, index 0).
+  static Real two(const Real& a, const Real& b, double v, double da, double db) {
+    const unsigned long long ids = active_scalar_ids;
+    if (foreign(a, ids) | foreign(b, ids)) [[unlikely]] scalar_tape_mismatch();
+    if (!(a.i_ | b.i_)) return Real(v);
+    ScalarTape* t = active_scalar_tape;
+    t->reserve(2);
+    const size_t o = t->ops_n_, k = t->n_ + 1;
+    t->idx_[o] = a.i_;
+    t->mul_[o] = da;
+    t->idx_[o + 1] = b.i_;
+    t->mul_[o + 1] = db;
+    t->ops_n_ = o + 2;
+    t->n_ = k;
+    t->end_[k] = uint32_t(o + 2);
+    return Real(v, uint32_t(k), uint32_t(ids) | kFresh);
+  }
+  template <class A, class B>
+  static Real two(A&& a, B&& b, double v, double da, double db) {
+    const unsigned long long ids = active_scalar_ids;
+    if constexpr (!std::is_lvalue_reference_v<A> && !std::is_lvalue_reference_v<B>) {
+      // Two temporaries that are the tape's last two statements (`x * y + sin(x)`): their
+      // operands are adjacent, so they become one statement.
+      if (a.i_ + 1 == b.i_ && merge(a, b, da, db, ids)) return take_over(a, v, b);
+      if (b.i_ + 1 == a.i_ && merge(b, a, db, da, ids)) return take_over(b, v, a);
+    }
+    if constexpr (!std::is_lvalue_reference_v<A>) {
+      if (extendable(a, ids) && b.i_ != a.i_) {
+        scale(a.i_, da);
+        append(b, db, ids);
+        return take_over(a, v);
+      }
+    }
+    if constexpr (!std::is_lvalue_reference_v<B>) {
+      if (extendable(b, ids) && a.i_ != b.i_) {
+        scale(b.i_, db);
+        append(a, da, ids);
+        return take_over(b, v);
+      }
+    }
+    return two(static_cast<const Real&>(a), static_cast<const Real&>(b), v, da, db);
+  }
 
-template <class E>
-using node_t = std::remove_cvref_t<E>;
-
-// y = f(a) with dy/da = d.
-template <class A>
-Expr<operands_v<node_t<A>>> unary(const A& a, double v, double d) {
-  Expr<operands_v<node_t<A>>> r{typename Expr<operands_v<node_t<A>>>::Uninit{}};
-  r.v = v;
-  put<0>(r, a, d);
-  return r;
-}
-// y = f(a, b) with partials da, db.
-template <class A, class B>
-Expr<operands_v<node_t<A>> + operands_v<node_t<B>>> binary(const A& a, const B& b, double v,
-                                                           double da, double db) {
-  constexpr int na = operands_v<node_t<A>>, nb = operands_v<node_t<B>>;
-  Expr<na + nb> r{typename Expr<na + nb>::Uninit{}};
-  r.v = v;
-  put<0>(r, a, da);
-  put<na>(r, b, db);
-  return r;
-}
+ private:
+  // Whether a's statement may be extended: a's recording is the active one, and a's statement is
+  // the tape's last, made by an operation (not a variable, not a block of
+  // lower_triangular_product's rows).
+  static bool extendable(const Real& a, unsigned long long ids) {
+    if (a.i_ == 0 || a.tape_ != (uint32_t(ids) | kFresh)) return false;
+    const ScalarTape* t = active_scalar_tape;
+    if (a.i_ != t->n_) return false;
+    const uint32_t lo = t->end_[a.i_ - 1];
+    return lo != t->end_[a.i_] && t->idx_[lo] != kLowerTriangularBlock;
+  }
+  // Temporaries a and b (b made right after a, the tape's last), both extendable, b's
+  // statement not reading a's: a's statement takes b's operands, each statement's partials
+  // scaled by its partial (da, db).
+  static bool merge(const Real& a, const Real& b, double da, double db, unsigned long long ids) {
+    if (!extendable(b, ids) || a.i_ + 1 != b.i_ || a.tape_ != b.tape_) return false;
+    ScalarTape* t = active_scalar_tape;
+    const uint32_t k = a.i_, lo = t->end_[k - 1], mid = t->end_[k], hi = t->end_[k + 1];
+    if (lo == mid || t->idx_[lo] == kLowerTriangularBlock) return false;
+    for (uint32_t j = mid; j < hi; ++j)
+      if (t->idx_[j] == k) return false;
+    if (da != 1)
+      for (uint32_t j = lo; j < mid; ++j) t->mul_[j] *= da;
+    if (db != 1)
+      for (uint32_t j = mid; j < hi; ++j) t->mul_[j] *= db;
+    t->end_[k] = hi;
+    t->n_ = k;
+    return true;
+  }
+  static void scale(uint32_t k, double d) {
+    if (d == 1) return;
+    ScalarTape* t = active_scalar_tape;
+    for (uint32_t j = t->end_[k - 1], e = t->end_[k]; j < e; ++j) t->mul_[j] *= d;
+  }
+  // Adds operand b (partial d) to the last statement.
+  static void append(const Real& b, double d, unsigned long long ids) {
+    if (foreign(b, ids)) [[unlikely]] scalar_tape_mismatch();
+    if (!b.i_) return;
+    ScalarTape* t = active_scalar_tape;
+    t->reserve(1);  // keeps reserve()'s invariant: one more operand and no more statements
+    const size_t o = t->ops_n_;
+    t->idx_[o] = b.i_;
+    t->mul_[o] = d;
+    t->ops_n_ = o + 1;
+    t->end_[t->n_] = uint32_t(o + 1);
+  }
+  static Real take_over(Real& a, double v) {
+    Real y(v, a.i_, a.tape_);  // fresh, as a.tape_ is
+    a.tape_ = kConsumedTapeId;
+    return y;
+  }
+  static Real take_over(Real& a, double v, Real& b) {
+    b.tape_ = kConsumedTapeId;
+    return take_over(a, v);
+  }
+};
 
 }  // namespace ad
 
-template <class E>
-  requires ad::is_expr_node_v<E>
-inline Real::Real(const E& e) : v_(e.v) {
-  constexpr int n = ad::operands_v<E>;
-  // Operands of another recording were flagged as they joined; an expression made under another
-  // recording is caught here. A constant operand (index 0) writes the sink.
-  const unsigned long long ids = ad::active_scalar_ids;
-  uint32_t any = 0;
-  for (int k = 0; k < n; ++k) any |= e.idx[k];
-  if (e.bad | ad::foreign_id(uint32_t(e.ids), ids)) [[unlikely]] ad::scalar_tape_mismatch();
-  if (!any) return;  // every operand a constant (or no recording): so is the result
-  ad::ScalarTape* tape = ad::active_scalar_tape;
-  tape->reserve(n);
-  uint32_t* ip = tape->idx_ + tape->ops_n_;
-  double* mp = tape->mul_ + tape->ops_n_;
-  // Plain stores: non-temporal ones (tried for tapes past the cache) are opaque to the compiler,
-  // which then reloads the tape's fields and the caller's vectors after every statement.
-  for (int k = 0; k < n; ++k) {
-    ip[k] = e.idx[k];
-    mp[k] = e.mul[k];
-  }
-  const size_t ops = tape->ops_n_ + n, k = tape->n_ + 1;
-  tape->ops_n_ = ops;
-  tape->n_ = k;
-  tape->end_[k] = uint32_t(ops);
-  i_ = uint32_t(k);
-  tape_ = uint32_t(ids);
-}
-
-// ---- arithmetic: Real or expression with Real or expression or number.
+// ---- arithmetic: Real with Real or number. A number operand is a constant: it adds no slot.
 
 template <class A, class B>
   requires ad::RealPair<A, B>
-inline auto operator+(const A& a, const B& b) {
-  if constexpr (!ad::RealExpr<B>) return ad::unary(a, a.value() + double(b), 1);
-  else if constexpr (!ad::RealExpr<A>) return ad::unary(b, double(a) + b.value(), 1);
-  else return ad::binary(a, b, a.value() + b.value(), 1, 1);
+inline Real operator+(A&& a, B&& b) {
+  if constexpr (!ad::RealLike<B>) return ad::Record::one(std::forward<A>(a), a.value() + double(b), 1);
+  else if constexpr (!ad::RealLike<A>) return ad::Record::one(std::forward<B>(b), double(a) + b.value(), 1);
+  else return ad::Record::two(std::forward<A>(a), std::forward<B>(b), a.value() + b.value(), 1, 1);
 }
 template <class A, class B>
   requires ad::RealPair<A, B>
-inline auto operator-(const A& a, const B& b) {
-  if constexpr (!ad::RealExpr<B>) return ad::unary(a, a.value() - double(b), 1);
-  else if constexpr (!ad::RealExpr<A>) return ad::unary(b, double(a) - b.value(), -1);
-  else return ad::binary(a, b, a.value() - b.value(), 1, -1);
+inline Real operator-(A&& a, B&& b) {
+  if constexpr (!ad::RealLike<B>) return ad::Record::one(std::forward<A>(a), a.value() - double(b), 1);
+  else if constexpr (!ad::RealLike<A>) return ad::Record::one(std::forward<B>(b), double(a) - b.value(), -1);
+  else return ad::Record::two(std::forward<A>(a), std::forward<B>(b), a.value() - b.value(), 1, -1);
 }
 template <class A, class B>
   requires ad::RealPair<A, B>
-inline auto operator*(const A& a, const B& b) {
-  if constexpr (!ad::RealExpr<B>) return ad::unary(a, a.value() * double(b), double(b));
-  else if constexpr (!ad::RealExpr<A>) return ad::unary(b, double(a) * b.value(), double(a));
-  else return ad::binary(a, b, a.value() * b.value(), b.value(), a.value());
-}
-template <class A, class B>
-  requires ad::RealPair<A, B>
-inline auto operator/(const A& a, const B& b) {
-  if constexpr (!ad::RealExpr<B>) {
-    return ad::unary(a, a.value() / double(b), 1 / double(b));
-  } else if constexpr (!ad::RealExpr<A>) {
-    double y = double(a) / b.value();
-    return ad::unary(b, y, -y / b.value());
+inline Real operator*(A&& a, B&& b) {
+  if constexpr (!ad::RealLike<B>) {
+    return ad::Record::one(std::forward<A>(a), a.value() * double(b), double(b));
+  } else if constexpr (!ad::RealLike<A>) {
+    return ad::Record::one(std::forward<B>(b), double(a) * b.value(), double(a));
   } else {
-    double y = a.value() / b.value();
-    return ad::binary(a, b, y, 1 / b.value(), -y / b.value());
+    const double av = a.value(), bv = b.value();
+    return ad::Record::two(std::forward<A>(a), std::forward<B>(b), av * bv, bv, av);
   }
 }
-template <ad::RealExpr A>
-inline auto operator-(const A& a) {
-  return ad::unary(a, -a.value(), -1);
+template <class A, class B>
+  requires ad::RealPair<A, B>
+inline Real operator/(A&& a, B&& b) {
+  if constexpr (!ad::RealLike<B>) {
+    return ad::Record::one(std::forward<A>(a), a.value() / double(b), 1 / double(b));
+  } else if constexpr (!ad::RealLike<A>) {
+    const double bv = b.value(), y = double(a) / bv;
+    return ad::Record::one(std::forward<B>(b), y, -y / bv);
+  } else {
+    const double bv = b.value(), y = a.value() / bv;
+    return ad::Record::two(std::forward<A>(a), std::forward<B>(b), y, 1 / bv, -y / bv);
+  }
 }
-template <ad::RealExpr A>
-inline auto operator+(const A& a) {
-  return ad::unary(a, a.value(), 1);
+template <ad::RealLike A>
+inline Real operator-(A&& a) {
+  return ad::Record::one(std::forward<A>(a), -a.value(), -1);
+}
+template <ad::RealLike A>
+inline Real operator+(A&& a) {
+  return a;
 }
 
 template <class E>
   requires ad::RealOperand<E>
-inline Real& Real::operator+=(const E& o) {
-  return *this = *this + o;
+inline Real& Real::operator+=(E&& o) {
+  return *this = *this + std::forward<E>(o);
 }
 template <class E>
   requires ad::RealOperand<E>
-inline Real& Real::operator-=(const E& o) {
-  return *this = *this - o;
+inline Real& Real::operator-=(E&& o) {
+  return *this = *this - std::forward<E>(o);
 }
 template <class E>
   requires ad::RealOperand<E>
-inline Real& Real::operator*=(const E& o) {
-  return *this = *this * o;
+inline Real& Real::operator*=(E&& o) {
+  return *this = *this * std::forward<E>(o);
 }
 template <class E>
   requires ad::RealOperand<E>
-inline Real& Real::operator/=(const E& o) {
-  return *this = *this / o;
+inline Real& Real::operator/=(E&& o) {
+  return *this = *this / std::forward<E>(o);
 }
 
 // Comparisons look at values only, as branches in double code do.
@@ -413,135 +452,102 @@ inline auto operator<=>(const A& a, const B& b) {
   return ad::value_of(a) <=> ad::value_of(b);
 }
 
-template <ad::RealExpr E>
-inline double value(const E& x) {
-  return x.value();
-}
+inline double value(const Real& x) { return x.value(); }
 inline double value(double x) { return x; }
 
-// ---- <cmath> for Real expressions: each is the value and the derivative, folded into the
-// statement of the expression it is part of.
-template <ad::RealExpr E>
-inline auto sin(const E& x) {
-  double v = x.value();
-  return ad::unary(x, std::sin(v), std::cos(v));
-}
-template <ad::RealExpr E>
-inline auto cos(const E& x) {
-  double v = x.value();
-  return ad::unary(x, std::cos(v), -std::sin(v));
-}
-template <ad::RealExpr E>
-inline auto tan(const E& x) {
-  double t = std::tan(x.value());
-  return ad::unary(x, t, 1 + t * t);
-}
-template <ad::RealExpr E>
-inline auto exp(const E& x) {
-  double e = std::exp(x.value());
-  return ad::unary(x, e, e);
-}
-template <ad::RealExpr E>
-inline auto expm1(const E& x) {
-  double v = x.value();
-  return ad::unary(x, std::expm1(v), std::exp(v));
-}
-template <ad::RealExpr E>
-inline auto log(const E& x) {
-  double v = x.value();
-  return ad::unary(x, std::log(v), 1 / v);
-}
-template <ad::RealExpr E>
-inline auto log1p(const E& x) {
-  double v = x.value();
-  return ad::unary(x, std::log1p(v), 1 / (1 + v));
-}
-template <ad::RealExpr E>
-inline auto sqrt(const E& x) {
-  double s = std::sqrt(x.value());
-  return ad::unary(x, s, 0.5 / s);
-}
-template <ad::RealExpr E>
-inline auto cbrt(const E& x) {
-  double c = std::cbrt(x.value());
-  return ad::unary(x, c, 1 / (3 * c * c));
-}
-template <ad::RealExpr E>
-inline auto tanh(const E& x) {
-  double t = std::tanh(x.value());
-  return ad::unary(x, t, 1 - t * t);
-}
-template <ad::RealExpr E>
-inline auto sinh(const E& x) {
-  double v = x.value();
-  return ad::unary(x, std::sinh(v), std::cosh(v));
-}
-template <ad::RealExpr E>
-inline auto cosh(const E& x) {
-  double v = x.value();
-  return ad::unary(x, std::cosh(v), std::sinh(v));
-}
-template <ad::RealExpr E>
-inline auto atan(const E& x) {
-  double v = x.value();
-  return ad::unary(x, std::atan(v), 1 / (1 + v * v));
-}
-template <ad::RealExpr E>
-inline auto asin(const E& x) {
-  double v = x.value();
-  return ad::unary(x, std::asin(v), 1 / std::sqrt(1 - v * v));
-}
-template <ad::RealExpr E>
-inline auto acos(const E& x) {
-  double v = x.value();
-  return ad::unary(x, std::acos(v), -1 / std::sqrt(1 - v * v));
-}
-template <ad::RealExpr E>
-inline auto erf(const E& x) {
-  double v = x.value();
-  return ad::unary(x, std::erf(v), 1.1283791670955126 * std::exp(-v * v));  // 2/√π e^-x²
-}
+// ---- <cmath> for Real: each is the value and the derivative, folded into the statement of a
+// temporary argument. FX_REAL_UNARY(name, body) defines name(x) from v = x's value; the body
+// returns {f(v), f'(v)}.
+#define FX_REAL_UNARY(NAME, ...)                                        \
+  template <ad::RealLike X>                                             \
+  inline Real NAME(X&& x) {                                             \
+    const double v = x.value();                                         \
+    const auto [y, d] = [v]() -> std::pair<double, double> __VA_ARGS__(); \
+    return ad::Record::one(std::forward<X>(x), y, d);                   \
+  }
+FX_REAL_UNARY(sin, { return {std::sin(v), std::cos(v)}; })
+FX_REAL_UNARY(cos, { return {std::cos(v), -std::sin(v)}; })
+FX_REAL_UNARY(tan, { const double t = std::tan(v); return {t, 1 + t * t}; })
+FX_REAL_UNARY(exp, { const double e = std::exp(v); return {e, e}; })
+FX_REAL_UNARY(exp2, { const double e = std::exp2(v); return {e, e * 0.6931471805599453}; })
+FX_REAL_UNARY(expm1, { return {std::expm1(v), std::exp(v)}; })
+FX_REAL_UNARY(log, { return {std::log(v), 1 / v}; })
+FX_REAL_UNARY(log2, { return {std::log2(v), 1.4426950408889634 / v}; })
+FX_REAL_UNARY(log10, { return {std::log10(v), 0.4342944819032518 / v}; })
+FX_REAL_UNARY(log1p, { return {std::log1p(v), 1 / (1 + v)}; })
+FX_REAL_UNARY(sqrt, { const double s = std::sqrt(v); return {s, 0.5 / s}; })
+FX_REAL_UNARY(cbrt, { const double c = std::cbrt(v); return {c, 1 / (3 * c * c)}; })
+FX_REAL_UNARY(tanh, { const double t = std::tanh(v); return {t, 1 - t * t}; })
+FX_REAL_UNARY(sinh, { return {std::sinh(v), std::cosh(v)}; })
+FX_REAL_UNARY(cosh, { return {std::cosh(v), std::sinh(v)}; })
+FX_REAL_UNARY(asinh, { return {std::asinh(v), 1 / std::sqrt(v * v + 1)}; })
+FX_REAL_UNARY(acosh, { return {std::acosh(v), 1 / std::sqrt(v * v - 1)}; })
+FX_REAL_UNARY(atanh, { return {std::atanh(v), 1 / (1 - v * v)}; })
+FX_REAL_UNARY(atan, { return {std::atan(v), 1 / (1 + v * v)}; })
+FX_REAL_UNARY(asin, { return {std::asin(v), 1 / std::sqrt(1 - v * v)}; })
+FX_REAL_UNARY(acos, { return {std::acos(v), -1 / std::sqrt(1 - v * v)}; })
+FX_REAL_UNARY(erf, { return {std::erf(v), 1.1283791670955126 * std::exp(-v * v)}; })  // 2/√π e^-x²
+FX_REAL_UNARY(erfc, { return {std::erfc(v), -1.1283791670955126 * std::exp(-v * v)}; })
 // |x| has derivative sign(x), taken as 0 at 0.
-template <ad::RealExpr E>
-inline auto abs(const E& x) {
-  double v = x.value();
-  return ad::unary(x, std::abs(v), v > 0 ? 1.0 : v < 0 ? -1.0 : 0.0);
-}
-template <ad::RealExpr E>
-inline auto fabs(const E& x) {
-  return abs(x);
+FX_REAL_UNARY(abs, { return {std::abs(v), v > 0 ? 1.0 : v < 0 ? -1.0 : 0.0}; })
+FX_REAL_UNARY(fabs, { return {std::abs(v), v > 0 ? 1.0 : v < 0 ? -1.0 : 0.0}; })
+// Piecewise constant: derivative 0 where it is defined (everywhere but the jumps).
+FX_REAL_UNARY(floor, { return {std::floor(v), 0.0}; })
+FX_REAL_UNARY(ceil, { return {std::ceil(v), 0.0}; })
+FX_REAL_UNARY(round, { return {std::round(v), 0.0}; })
+FX_REAL_UNARY(trunc, { return {std::trunc(v), 0.0}; })
+FX_REAL_UNARY(nearbyint, { return {std::nearbyint(v), 0.0}; })
+#undef FX_REAL_UNARY
+
+// A function of two arguments from its value and partials, for Real-Real, Real-number and
+// number-Real calls.
+template <class A, class B>
+inline Real binary_function(A&& a, B&& b, double y, double da, double db) {
+  if constexpr (!ad::RealLike<B>) return ad::Record::one(std::forward<A>(a), y, da);
+  else if constexpr (!ad::RealLike<A>) return ad::Record::one(std::forward<B>(b), y, db);
+  else return ad::Record::two(std::forward<A>(a), std::forward<B>(b), y, da, db);
 }
 // pow: the power term is 0 when the exponent is 0, the exponential term 0 when the base <= 0.
 template <class A, class B>
   requires ad::RealPair<A, B>
-inline auto pow(const A& a, const B& b) {
-  double av = ad::value_of(a), bv = ad::value_of(b), y = std::pow(av, bv);
-  double da = bv == 0 ? 0 : bv * std::pow(av, bv - 1);
-  double db = av > 0 ? y * std::log(av) : 0;
-  if constexpr (!ad::RealExpr<B>) return ad::unary(a, y, da);
-  else if constexpr (!ad::RealExpr<A>) return ad::unary(b, y, db);
-  else return ad::binary(a, b, y, da, db);
+inline Real pow(A&& a, B&& b) {
+  const double av = ad::value_of(a), bv = ad::value_of(b), y = std::pow(av, bv);
+  const double da = bv == 0 ? 0 : bv * std::pow(av, bv - 1);
+  const double db = av > 0 ? y * std::log(av) : 0;
+  return binary_function(std::forward<A>(a), std::forward<B>(b), y, da, db);
 }
 template <class A, class B>
   requires ad::RealPair<A, B>
-inline auto atan2(const A& y, const B& x) {
-  double yv = ad::value_of(y), xv = ad::value_of(x), r2 = xv * xv + yv * yv;
-  double v = std::atan2(yv, xv), dy = xv / r2, dx = -yv / r2;
-  if constexpr (!ad::RealExpr<B>) return ad::unary(y, v, dy);
-  else if constexpr (!ad::RealExpr<A>) return ad::unary(x, v, dx);
-  else return ad::binary(y, x, v, dy, dx);
+inline Real atan2(A&& y, B&& x) {
+  const double yv = ad::value_of(y), xv = ad::value_of(x), r2 = xv * xv + yv * yv;
+  return binary_function(std::forward<A>(y), std::forward<B>(x), std::atan2(yv, xv), xv / r2,
+                         -yv / r2);
 }
 template <class A, class B>
   requires ad::RealPair<A, B>
-inline auto hypot(const A& a, const B& b) {
-  double av = ad::value_of(a), bv = ad::value_of(b), h = std::hypot(av, bv);
-  double da = h == 0 ? 0 : av / h, db = h == 0 ? 0 : bv / h;
-  if constexpr (!ad::RealExpr<B>) return ad::unary(a, h, da);
-  else if constexpr (!ad::RealExpr<A>) return ad::unary(b, h, db);
-  else return ad::binary(a, b, h, da, db);
+inline Real hypot(A&& a, B&& b) {
+  const double av = ad::value_of(a), bv = ad::value_of(b), h = std::hypot(av, bv);
+  return binary_function(std::forward<A>(a), std::forward<B>(b), h, h == 0 ? 0 : av / h,
+                         h == 0 ? 0 : bv / h);
 }
-// max/min choose by value (a on ties). The Real-Real overloads are not templates, so
-// `using std::max; max(a, b)` picks them over std::max.
+// fmod(a, b) = a - trunc(a / b) b: partials 1 and -trunc(a / b) between the jumps.
+template <class A, class B>
+  requires ad::RealPair<A, B>
+inline Real fmod(A&& a, B&& b) {
+  const double av = ad::value_of(a), bv = ad::value_of(b);
+  return binary_function(std::forward<A>(a), std::forward<B>(b), std::fmod(av, bv), 1.0,
+                         -std::trunc(av / bv));
+}
+// copysign(a, b) = |a| sign(b): partial sign(a) sign(b) for a, 0 for b.
+template <class A, class B>
+  requires ad::RealPair<A, B>
+inline Real copysign(A&& a, B&& b) {
+  const double av = ad::value_of(a), bv = ad::value_of(b), y = std::copysign(av, bv);
+  return binary_function(std::forward<A>(a), std::forward<B>(b), y,
+                         av == 0 ? 0.0 : (std::signbit(av) == std::signbit(bv) ? 1.0 : -1.0), 0.0);
+}
+// max/min choose by value (a on ties), as std::max/std::min do. The Real-Real overloads are
+// not templates, so `using std::max; max(a, b)` picks them.
 inline Real max(const Real& a, const Real& b) { return a.value() >= b.value() ? a : b; }
 inline Real min(const Real& a, const Real& b) { return a.value() <= b.value() ? a : b; }
 template <class A, class B>
@@ -564,24 +570,16 @@ template <class A, class B>
 inline Real fmin(const A& a, const B& b) {
   return min(a, b);
 }
-template <ad::RealExpr E>
-inline bool isfinite(const E& x) {
-  return std::isfinite(x.value());
-}
-template <ad::RealExpr E>
-inline bool isnan(const E& x) {
-  return std::isnan(x.value());
-}
-template <ad::RealExpr E>
-inline bool isinf(const E& x) {
-  return std::isinf(x.value());
-}
+inline bool isfinite(const Real& x) { return std::isfinite(x.value()); }
+inline bool isnan(const Real& x) { return std::isnan(x.value()); }
+inline bool isinf(const Real& x) { return std::isinf(x.value()); }
+inline bool signbit(const Real& x) { return std::signbit(x.value()); }
 
 std::ostream& operator<<(std::ostream& os, const Real& x);
-template <int N>
-std::ostream& operator<<(std::ostream& os, const ad::Expr<N>& x) {
-  return os << Real(x.value());
-}
+
+// A leaf of FX_FIELDS structures (fluxion/core/leaves.hpp), as double is.
+template <>
+struct is_number_type<Real> : std::true_type {};
 
 namespace ad {
 

@@ -8,6 +8,7 @@
 //   double d3 = fx::nth_derivative<3>([](auto t) { return exp(sin(t)); }, 0.3);
 //   auto g = fx::gradient_forward(f, x);            // forward, in chunks of 8 tangents
 //   auto J = fx::jacobian_forward(v2v, x);          // v2v: vector -> vector; J[i][j] = ∂f_i/∂x_j
+//   auto Jr = fx::jacobian(v2v, x);                 // the same by reverse mode, a sweep per output
 //   auto H = fx::hessian(f, x);                     // H[i][j] = ∂²f/∂x_i∂x_j, reverse over forward
 //   auto Hv = fx::hvp(f, x, v);                     // H·v without forming H
 //   auto h = fx::diaghessian(f, x);                 // H[i][i], forward over forward
@@ -231,6 +232,26 @@ auto jacobian_forward(F&& f, const std::vector<X>& x) {
     for (size_t i = 0; i < m; ++i)
       for (size_t k = 0; k < N && first + k < x.size(); ++k)
         J[i][first + k] = ad::tangent<L>(ad::detail::output_at(y, i), int(k));
+  }
+  return J;
+}
+
+// The Jacobian of f: vector -> vector (or scalar), J[i][j] = ∂f_i/∂x_j, by reverse mode: one
+// recording of f on fx::Real and one sweep per output, so it suits many inputs and few
+// outputs (jacobian_forward the opposite).
+template <class F, class X>
+  requires std::is_arithmetic_v<X>
+std::vector<std::vector<double>> jacobian(F&& f, const std::vector<X>& x) {
+  ad::ScalarRecording rec;
+  std::vector<Real> xr(x.size());
+  for (size_t j = 0; j < x.size(); ++j) xr[j] = rec.variable(double(x[j]));
+  const auto y = f(std::as_const(xr));
+  const size_t m = ad::detail::output_size(y);
+  std::vector<std::vector<double>> J(m, std::vector<double>(x.size()));
+  for (size_t i = 0; i < m; ++i) {
+    const Real yi = ad::detail::output_at(y, i);
+    const std::vector<double>& adj = rec.adjoints(yi);
+    for (size_t j = 0; j < x.size(); ++j) J[i][j] = adj[xr[j].index()];
   }
   return J;
 }

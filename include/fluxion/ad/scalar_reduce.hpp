@@ -99,8 +99,6 @@ auto dot_product(const A& a, const B& b) {
     return ad::record_dot(pb, pa, n);
   } else {
     using T = std::remove_cvref_t<decltype(std::declval<TA>() * std::declval<TB>())>;
-    static_assert(!ad::RealExpr<T>,
-                  "fx::dot_product: mix Reals only with double elements (convert the others)");
     if (n == 0) return T{};
     T s = pa[0] * pb[0];
     for (size_t i = 1; i < n; ++i) s = s + pa[i] * pb[i];

@@ -14,6 +14,7 @@
 #pragma once
 #include <cstddef>
 #include <tuple>
+#include <type_traits>
 #include <utility>
 
 #include "fluxion/core/fields.hpp"
@@ -38,8 +39,15 @@ struct Chain {
  private:
   template <size_t I, class X>
   auto apply_from(const X& x) const {
-    if constexpr (I == sizeof...(Layers)) return x;
-    else return apply_from<I + 1>(std::get<I>(layers)(x));
+    if constexpr (I == sizeof...(Layers)) {
+      return x;
+    } else {
+      using L = std::tuple_element_t<I, std::tuple<Layers...>>;
+      static_assert(std::is_invocable_v<const L&, const X&> || !std::is_invocable_v<L&, const X&>,
+                    "fx::nn::Chain: a layer's operator() must be const (a layer is applied, and "
+                    "differentiated, without being changed: keep state in FX_FIELDS tensors)");
+      return apply_from<I + 1>(std::get<I>(layers)(x));
+    }
   }
 };
 

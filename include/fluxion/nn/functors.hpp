@@ -21,6 +21,7 @@
 #include <vector>
 
 #include "fluxion/core/fields.hpp"
+#include "fluxion/core/leaves.hpp"
 
 namespace fx::nn {
 
@@ -58,6 +59,7 @@ M fmap(F&& f, const M& x, const Ms&... ys) {
 // One line per defined tensor leaf (path, shape, dtype, count), then the total of trainables.
 template <class M>
 std::string summary(const M& model) {
+  require_traversable<M, "fx::nn::summary">();
   std::vector<std::pair<std::string, const Tensor*>> rows;
   for_each_named_tensor(model, [&](const std::string& name, const Tensor& t) {
     if (t.defined()) rows.emplace_back(name.empty() ? std::string("(tensor)") : name, &t);
