@@ -63,9 +63,16 @@ struct TwoReals {
   F64x2 values;
   U64x2 words;
 };
+// Reals read as raw vectors: one unaligned load each (memcpy from a Real*, a class that is not
+// trivially copyable, was compiled as two 16-byte copies through the stack and a 32-byte reload
+// that stalled on store forwarding).
+typedef double RawF64x4 __attribute__((vector_size(32), aligned(8), may_alias));
+typedef double RawF64x2 __attribute__((vector_size(16), aligned(8), may_alias));
+inline F64x4 load_raw4(const Real* p) { return *reinterpret_cast<const RawF64x4*>(p); }
+inline F64x2 load_raw2(const Real* p) { return *reinterpret_cast<const RawF64x2*>(p); }
+
 inline TwoReals load_pair(const Real* p) {
-  F64x4 v;
-  std::memcpy(&v, p, sizeof v);
+  F64x4 v = load_raw4(p);
   return {__builtin_shufflevector(v, v, 0, 2), __builtin_shufflevector(U64x4(v), U64x4(v), 1, 3)};
 }
 // Two operands at the tape's ip, mp: the indices (low halves of `words`) and the partials.

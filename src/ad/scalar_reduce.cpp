@@ -89,9 +89,7 @@ void check_dot(const Real* a, const Real* b, size_t n) {
 
 // Two Reals from 16-byte halves (the last, odd element of a range pairs with itself).
 inline F64x4 pair_of(const Real* lo, const Real* hi) {
-  F64x2 l, h;
-  std::memcpy(&l, lo, sizeof l);
-  std::memcpy(&h, hi, sizeof h);
+  const F64x2 l = load_raw2(lo), h = load_raw2(hi);
   return __builtin_shufflevector(l, h, 0, 1, 2, 3);
 }
 
@@ -116,9 +114,7 @@ struct DotIds {
   };
   size_t i = 0;
   for (; i + 2 <= n; i += 2) {
-    F64x4 va, vb;
-    std::memcpy(&va, a + i, sizeof va);
-    std::memcpy(&vb, b + i, sizeof vb);
+    const F64x4 va = load_raw4(a + i), vb = load_raw4(b + i);
     s += a[i].value() * b[i].value();
     s += a[i + 1].value() * b[i + 1].value();
     put(i, va, vb);

@@ -169,23 +169,24 @@ class Real {
  public:
   Real() = default;
   Real(double v) : v_(v) {}  // NOLINT: constants convert implicitly, as doubles do
-  Real(double v, uint32_t index) : v_(v), i_(index), tape_(index ? ad::active_scalar_tape_id() : 0) {}
+  // The value of tape statement `index` of the active recording, just made (fresh: see
+  // ad::Record); what range recordings such as fx::squared_norm return.
+  Real(double v, uint32_t index)
+      : v_(v), word_(index ? uint64_t(ad::active_scalar_tape_id() | ad::kFresh) << 32 | index : 0) {}
   // A copy is never fresh: its statement may be shared with the original (see ad::Record).
-  Real(const Real& o) : v_(o.v_), i_(o.i_), tape_(o.tape_ & ad::kTapeIdMask) {}
+  Real(const Real& o) { copy_from(o); }
   Real& operator=(const Real& o) {
-    v_ = o.v_;
-    i_ = o.i_;
-    tape_ = o.tape_ & ad::kTapeIdMask;
+    copy_from(o);
     return *this;
   }
 
   double value() const { return v_; }
-  uint32_t index() const { return i_; }
+  uint32_t index() const { return uint32_t(word_); }
   // The recording index() belongs to (0: constant).
-  uint32_t tape_id() const { return tape_ & ad::kTapeIdMask; }
+  uint32_t tape_id() const { return tape_word() & ad::kTapeIdMask; }
   // Both in one 64-bit word (the tape word in the high half, its top bit kFresh): one load in
   // loops over many Reals.
-  uint64_t index_and_tape() const { return uint64_t(tape_) << 32 | i_; }
+  uint64_t index_and_tape() const { return word_; }
   explicit operator double() const { return v_; }
 
   template <class E>
@@ -209,11 +210,21 @@ class Real {
  private:
   friend class ad::ScalarRecording;  // makes variables in bulk
   friend struct ad::Record;          // records operations
-  Real(double v, uint32_t index, uint32_t tape) : v_(v), i_(index), tape_(tape) {}
+  Real(double v, uint32_t index, uint32_t tape) : v_(v), word_(uint64_t(tape) << 32 | index) {}
+  uint32_t tape_word() const { return uint32_t(word_ >> 32); }  // tape id | kFresh
+  void set_tape_word(uint32_t tape) { word_ = uint32_t(word_) | uint64_t(tape) << 32; }
+  // Two 8-byte stores, as a trivial copy makes: written as three fields (8 + 4 + 4 bytes), or
+  // as one 16-byte vector through the stack, a copied Real read soon after by the range
+  // recordings' 32-byte loads stalled on store forwarding (GMM's gradient ran 2-3x slower).
+  void copy_from(const Real& o) {
+    v_ = o.v_;
+    word_ = o.word_ & ~(uint64_t(ad::kFresh) << 32);
+  }
 
   double v_ = 0;
-  uint32_t i_ = 0;     // 0: a constant
-  uint32_t tape_ = 0;  // id of the recording that owns index i_, and kFresh (fills the padding)
+  // The tape index (low half; 0: a constant) and the tape word (high half: the id of the
+  // recording that owns the index, and kFresh), one 64-bit word.
+  uint64_t word_ = 0;
 };
 
 namespace ad {
@@ -245,39 +256,40 @@ inline uint32_t foreign(const Real& x, unsigned long long ids) {
 // was initialised directly by an operation and is then passed with std::move: that one is
 // marked consumed (tape id kConsumedTapeId) once folded, so reading it again throws instead of
 // using a statement that now means something else.
+#define FX_ALWAYS_INLINE [[gnu::always_inline]] inline
 struct Record {
   // y = f(a), a new statement.
-  static Real one(const Real& a, double v, double d) {
+  FX_ALWAYS_INLINE static Real one(const Real& a, double v, double d) {
     const unsigned long long ids = active_scalar_ids;
     if (foreign(a, ids)) [[unlikely]] scalar_tape_mismatch();
-    if (!a.i_) return Real(v);
+    if (!a.index()) return Real(v);
     ScalarTape* t = active_scalar_tape;
     t->reserve(1);
     const size_t o = t->ops_n_, k = t->n_ + 1;
-    t->idx_[o] = a.i_;
+    t->idx_[o] = a.index();
     t->mul_[o] = d;
     t->ops_n_ = o + 1;
     t->n_ = k;
     t->end_[k] = uint32_t(o + 1);
     return Real(v, uint32_t(k), uint32_t(ids) | kFresh);
   }
-  static Real one(Real&& a, double v, double d) {
+  FX_ALWAYS_INLINE static Real one(Real&& a, double v, double d) {
     const unsigned long long ids = active_scalar_ids;
     if (!extendable(a, ids)) return one(static_cast<const Real&>(a), v, d);
-    scale(a.i_, d);
+    scale(a.index(), d);
     return take_over(a, v);
   }
   // y = f(a, b), a new statement (a constant operand's slot writes the sink, index 0).
-  static Real two(const Real& a, const Real& b, double v, double da, double db) {
+  FX_ALWAYS_INLINE static Real two(const Real& a, const Real& b, double v, double da, double db) {
     const unsigned long long ids = active_scalar_ids;
     if (foreign(a, ids) | foreign(b, ids)) [[unlikely]] scalar_tape_mismatch();
-    if (!(a.i_ | b.i_)) return Real(v);
+    if (!(a.index() | b.index())) return Real(v);
     ScalarTape* t = active_scalar_tape;
     t->reserve(2);
     const size_t o = t->ops_n_, k = t->n_ + 1;
-    t->idx_[o] = a.i_;
+    t->idx_[o] = a.index();
     t->mul_[o] = da;
-    t->idx_[o + 1] = b.i_;
+    t->idx_[o + 1] = b.index();
     t->mul_[o + 1] = db;
     t->ops_n_ = o + 2;
     t->n_ = k;
@@ -285,24 +297,27 @@ struct Record {
     return Real(v, uint32_t(k), uint32_t(ids) | kFresh);
   }
   template <class A, class B>
-  static Real two(A&& a, B&& b, double v, double da, double db) {
+  FX_ALWAYS_INLINE static Real two(A&& a, B&& b, double v, double da, double db) {
     const unsigned long long ids = active_scalar_ids;
-    if constexpr (!std::is_lvalue_reference_v<A> && !std::is_lvalue_reference_v<B>) {
+    // Only a non-const rvalue (a temporary) may be taken over.
+    constexpr bool temp_a = !std::is_lvalue_reference_v<A> && !std::is_const_v<std::remove_reference_t<A>>;
+    constexpr bool temp_b = !std::is_lvalue_reference_v<B> && !std::is_const_v<std::remove_reference_t<B>>;
+    if constexpr (temp_a && temp_b) {
       // Two temporaries that are the tape's last two statements (`x * y + sin(x)`): their
       // operands are adjacent, so they become one statement.
-      if (a.i_ + 1 == b.i_ && merge(a, b, da, db, ids)) return take_over(a, v, b);
-      if (b.i_ + 1 == a.i_ && merge(b, a, db, da, ids)) return take_over(b, v, a);
+      if (a.index() + 1 == b.index() && merge(a, b, da, db, ids)) return take_over(a, v, b);
+      if (b.index() + 1 == a.index() && merge(b, a, db, da, ids)) return take_over(b, v, a);
     }
-    if constexpr (!std::is_lvalue_reference_v<A>) {
-      if (extendable(a, ids) && b.i_ != a.i_) {
-        scale(a.i_, da);
+    if constexpr (temp_a) {
+      if (extendable(a, ids) && b.index() != a.index()) {
+        scale(a.index(), da);
         append(b, db, ids);
         return take_over(a, v);
       }
     }
-    if constexpr (!std::is_lvalue_reference_v<B>) {
-      if (extendable(b, ids) && a.i_ != b.i_) {
-        scale(b.i_, db);
+    if constexpr (temp_b) {
+      if (extendable(b, ids) && a.index() != b.index()) {
+        scale(b.index(), db);
         append(a, da, ids);
         return take_over(b, v);
       }
@@ -313,22 +328,24 @@ struct Record {
  private:
   // Whether a's statement may be extended: a's recording is the active one, and a's statement is
   // the tape's last, made by an operation (not a variable, not a block of
-  // lower_triangular_product's rows).
-  static bool extendable(const Real& a, unsigned long long ids) {
-    if (a.i_ == 0 || a.tape_ != (uint32_t(ids) | kFresh)) return false;
+  // lower_triangular_product's rows) with at most kMaxFoldedOperands operands: scaling a long
+  // statement (a squared_norm's) costs more than the statement it saves.
+  static constexpr uint32_t kMaxFoldedOperands = 4;
+  FX_ALWAYS_INLINE static bool extendable(const Real& a, unsigned long long ids) {
+    if (a.index() == 0 || a.tape_word() != (uint32_t(ids) | kFresh)) return false;
     const ScalarTape* t = active_scalar_tape;
-    if (a.i_ != t->n_) return false;
-    const uint32_t lo = t->end_[a.i_ - 1];
-    return lo != t->end_[a.i_] && t->idx_[lo] != kLowerTriangularBlock;
+    if (a.index() != t->n_) return false;
+    const uint32_t lo = t->end_[a.index() - 1], n = t->end_[a.index()] - lo;
+    return n - 1 < kMaxFoldedOperands && t->idx_[lo] != kLowerTriangularBlock;
   }
   // Temporaries a and b (b made right after a, the tape's last), both extendable, b's
   // statement not reading a's: a's statement takes b's operands, each statement's partials
   // scaled by its partial (da, db).
   static bool merge(const Real& a, const Real& b, double da, double db, unsigned long long ids) {
-    if (!extendable(b, ids) || a.i_ + 1 != b.i_ || a.tape_ != b.tape_) return false;
+    if (!extendable(b, ids) || a.index() + 1 != b.index() || a.tape_word() != b.tape_word()) return false;
     ScalarTape* t = active_scalar_tape;
-    const uint32_t k = a.i_, lo = t->end_[k - 1], mid = t->end_[k], hi = t->end_[k + 1];
-    if (lo == mid || t->idx_[lo] == kLowerTriangularBlock) return false;
+    const uint32_t k = a.index(), lo = t->end_[k - 1], mid = t->end_[k], hi = t->end_[k + 1];
+    if (mid - lo - 1 >= kMaxFoldedOperands || t->idx_[lo] == kLowerTriangularBlock) return false;
     for (uint32_t j = mid; j < hi; ++j)
       if (t->idx_[j] == k) return false;
     if (da != 1)
@@ -339,35 +356,37 @@ struct Record {
     t->n_ = k;
     return true;
   }
-  static void scale(uint32_t k, double d) {
+  FX_ALWAYS_INLINE static void scale(uint32_t k, double d) {
     if (d == 1) return;
     ScalarTape* t = active_scalar_tape;
     for (uint32_t j = t->end_[k - 1], e = t->end_[k]; j < e; ++j) t->mul_[j] *= d;
   }
   // Adds operand b (partial d) to the last statement.
-  static void append(const Real& b, double d, unsigned long long ids) {
+  FX_ALWAYS_INLINE static void append(const Real& b, double d, unsigned long long ids) {
     if (foreign(b, ids)) [[unlikely]] scalar_tape_mismatch();
-    if (!b.i_) return;
+    if (!b.index()) return;
     ScalarTape* t = active_scalar_tape;
     t->reserve(1);  // keeps reserve()'s invariant: one more operand and no more statements
     const size_t o = t->ops_n_;
-    t->idx_[o] = b.i_;
+    t->idx_[o] = b.index();
     t->mul_[o] = d;
     t->ops_n_ = o + 1;
     t->end_[t->n_] = uint32_t(o + 1);
   }
-  static Real take_over(Real& a, double v) {
-    Real y(v, a.i_, a.tape_);  // fresh, as a.tape_ is
-    a.tape_ = kConsumedTapeId;
+  FX_ALWAYS_INLINE static Real take_over(Real& a, double v) {
+    Real y(v, a.index(), a.tape_word());  // fresh, as a is
+    a.set_tape_word(kConsumedTapeId);
     return y;
   }
   static Real take_over(Real& a, double v, Real& b) {
-    b.tape_ = kConsumedTapeId;
+    b.set_tape_word(kConsumedTapeId);
     return take_over(a, v);
   }
 };
 
 }  // namespace ad
+
+#undef FX_ALWAYS_INLINE
 
 // ---- arithmetic: Real with Real or number. A number operand is a constant: it adds no slot.
 
