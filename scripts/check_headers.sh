@@ -9,7 +9,7 @@ export tmp
 check_one() {  # check_one include/fluxion/x.hpp
   local rel=${1#include/}
   printf '#include <%s>\n' "$rel" |
-    "$CXX" -std=c++20 -fsyntax-only -Iinclude -x c++ - 2>"$tmp/$(echo "$rel" | tr / _).err" ||
+    "$CXX" -std=c++20 -fsyntax-only -Iinclude -I/usr/include/eigen3 -x c++ - 2>"$tmp/$(echo "$rel" | tr / _).err" ||
     echo "$rel" >>"$tmp/failed"
 }
 export -f check_one

@@ -5,7 +5,7 @@ set -euo pipefail
 
 packages=(build-essential cmake ninja-build pkg-config git
           libopenblas-dev libopenblas-openmp-dev libdnnl-dev zlib1g-dev libfftw3-dev libhwy-dev
-          libgtest-dev
+          libgtest-dev libeigen3-dev libboost-dev
           libtorch-dev dataset-fashion-mnist)
 if [[ "${1:-}" == "--minimal" ]]; then  # the demo needs no test or peer libraries
   packages=(build-essential cmake ninja-build pkg-config libopenblas-dev libopenblas-openmp-dev

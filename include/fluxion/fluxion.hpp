@@ -31,3 +31,7 @@
 #include "fluxion/sci.hpp"
 #include "fluxion/train/metrics.hpp"
 #include "fluxion/train/progress.hpp"
+// fx::Real as an Eigen scalar, when Eigen is on the include path (-I/usr/include/eigen3).
+#if __has_include(<Eigen/Core>)
+#include "fluxion/ad/eigen.hpp"
+#endif
