@@ -49,7 +49,7 @@ class Cli {
   // What parse() found: run the program, print the help, or stop on a mistake.
   struct Outcome {
     enum Kind { run, help, mistake } kind = run;
-    std::string error;  // for a mistake: what is wrong, e.g. "--epochs must be at least 0, got '-1'"
+    std::string error;  // a mistake's reason: "--epochs must be at least 0, got '-1'"
   };
 
   Cli(std::string program, std::string summary)
@@ -65,8 +65,9 @@ class Cli {
     std::string shown = spec.shown_default;
     if (shown.empty() && !(std::is_same_v<T, std::string> && format(target).empty()))
       shown = format(target);
-    options_.push_back({std::move(name), std::move(metavar), std::move(help), std::move(shown),
-                        [&target, spec](std::string_view text) { return assign(text, target, spec); }});
+    options_.push_back(
+        {std::move(name), std::move(metavar), std::move(help), std::move(shown),
+         [&target, spec](std::string_view text) { return assign(text, target, spec); }});
     return *this;
   }
 
