@@ -92,20 +92,27 @@ Tensor extremum_jvp(const JvpArgs& a, const Tensor* dx) {
   return reshape(mean_dx, a.output().shape());
 }
 
+// Applies a reduction primitive over the axes in `mask` (its params: i[0] the mask, i[1]
+// keepdim, shape the input's).
+Tensor bind_reduction(Primitive& prim, const Tensor& x, uint64_t mask, bool keepdim) {
+  Params p;
+  p.i[0] = int64_t(mask);
+  p.i[1] = keepdim;
+  p.shape = x.shape();
+  return bind(prim, {x}, p);
+}
+
 Tensor reduce(Primitive& prim, const Tensor& x, const Axes& axes, bool keepdim) {
   FX_CHECK(x.defined(), "fx::", prim.name, ": undefined tensor");
   FX_CHECK(x.dtype() != boolean || &prim == &sum_p, "fx::", prim.name,
            ": not defined for bool ", x.shape());
-  Params p;
-  p.i[0] = int64_t(checked_mask(axes, x, prim.name));
-  p.i[1] = keepdim;
-  p.shape = x.shape();
+  const uint64_t mask = checked_mask(axes, x, prim.name);
   FX_CHECK(&prim == &sum_p || !is_complex(x.dtype()), "fx::", prim.name,
            ": not defined for complex tensors (they are not ordered), got ",
            dtype_name(x.dtype()), " ", x.shape());
   if (&prim != &sum_p && &prim != &sum_squares_p && x.numel() == 0)
     detail::fail("fx::", prim.name, ": reduction of an empty tensor ", x.shape());
-  return bind(prim, {x}, p);
+  return bind_reduction(prim, x, mask, keepdim);
 }
 
 }  // namespace
@@ -177,11 +184,7 @@ Tensor min(const Tensor& x, Axes axes, bool keepdim) { return reduce(min_p, x, a
 // Any dtype: the kernels read "non-zero" (so NaN is true) without a conversion to bool first.
 static Tensor bool_reduce(Primitive& prim, const Tensor& x, const Axes& axes, bool keepdim) {
   FX_CHECK(x.defined(), "fx::", prim.name, ": undefined tensor");
-  Params p;
-  p.i[0] = int64_t(checked_mask(axes, x, prim.name));
-  p.i[1] = keepdim;
-  p.shape = x.shape();
-  return bind(prim, {x}, p);
+  return bind_reduction(prim, x, checked_mask(axes, x, prim.name), keepdim);
 }
 Tensor any(const Tensor& x, Axes axes, bool keepdim) {
   return bool_reduce(any_p, x, axes, keepdim);
@@ -222,11 +225,7 @@ static Tensor arg_reduce(Primitive& prim, const Tensor& x, int64_t axis, bool ke
   FX_CHECK(!is_complex(x.dtype()), "fx::", prim.name,
            ": not defined for complex tensors (they are not ordered), got ",
            dtype_name(x.dtype()), " ", x.shape());
-  Params p;
-  p.i[0] = int64_t(checked_mask(Axes(axis), x, prim.name));
-  p.i[1] = keepdim;
-  p.shape = x.shape();
-  return bind(prim, {x}, p);
+  return bind_reduction(prim, x, checked_mask(Axes(axis), x, prim.name), keepdim);
 }
 Tensor argmax(const Tensor& x, int64_t axis, bool keepdim) {
   return arg_reduce(argmax_p, x, axis, keepdim);
