@@ -9,7 +9,6 @@
 
 #include <cstdint>
 #include <cstdio>
-#include <cstdlib>
 #include <iostream>
 #include <string>
 
@@ -25,6 +24,8 @@
 #include <fluxion/train/metrics.hpp>
 #include <fluxion/train/progress.hpp>
 
+#include "cli.hpp"
+
 // OpenBLAS keeps its own thread pool, which omp_set_num_threads does not reach. Weak, so the
 // example still links against a BLAS without this function.
 extern "C" void openblas_set_num_threads(int) __attribute__((weak));
@@ -38,41 +39,17 @@ struct Args {
   int threads = 0;  // 0: leave the OpenMP / OpenBLAS defaults
 };
 
-[[noreturn]] void usage(int code) {
-  std::cerr << "usage: fashion_mnist_mlp [--epochs N] [--data DIR] [--seed S] [--threads T]\n"
-               "  --epochs N   passes over the 60000 training images (default 1)\n"
-               "  --data DIR   directory with the Fashion-MNIST IDX files (default "
-            << fx::data::kFashionMnistDir << ")\n"
-               "  --seed S     seed for the initial weights and the shuffling (default 1)\n"
-               "  --threads T  CPU threads for OpenMP and OpenBLAS (default: all)\n";
-  std::exit(code);
-}
-
 Args parse(int argc, char** argv) {
   Args a;
-  for (int i = 1; i < argc; ++i) {
-    std::string k = argv[i];
-    if (k == "-h" || k == "--help") usage(0);
-    if (i + 1 >= argc) {
-      std::cerr << "fashion_mnist_mlp: " << k << " needs a value\n";
-      usage(2);
-    }
-    std::string v = argv[++i];
-    try {
-      if (k == "--epochs") a.epochs = std::stoi(v);
-      else if (k == "--data") a.data = v;
-      else if (k == "--seed") a.seed = std::stoull(v);
-      else if (k == "--threads") a.threads = std::stoi(v);
-      else {
-        std::cerr << "fashion_mnist_mlp: unknown option " << k << "\n";
-        usage(2);
-      }
-    } catch (const std::logic_error&) {  // stoi/stoull on text that is not a number
-      std::cerr << "fashion_mnist_mlp: " << k << " needs a number, got '" << v << "'\n";
-      usage(2);
-    }
-  }
-  if (a.epochs < 0 || a.threads < 0) usage(2);
+  fx::examples::Cli cli("fashion_mnist_mlp",
+                        "Trains a 784-256-128-10 relu MLP on Fashion-MNIST with Adam and prints "
+                        "the test accuracy.");
+  cli.option("--epochs", "N", "passes over the 60000 training images", a.epochs, {.min = 0});
+  cli.option("--data", "DIR", "directory with the Fashion-MNIST IDX files", a.data);
+  cli.option("--seed", "S", "seed for the initial weights and the shuffling", a.seed);
+  cli.option("--threads", "T", "CPU threads for OpenMP and OpenBLAS", a.threads,
+             {.min = 0, .shown_default = "all"});
+  cli.parse_or_exit(argc, argv);
   return a;
 }
 
