@@ -9,21 +9,6 @@
 //   fx::for_each_tensor(layer, [](fx::Tensor& t) { ... });
 //   fx::zip_tensors([](fx::Tensor& p, const fx::Tensor& g) { ... }, model, grad);
 //
-// A layer's non-trainable state (a running mean, a step counter) is named with FX_STATE beside
-// FX_FIELDS. FX_FIELDS lists what gradients, optimisers and trainables walk; FX_STATE fields are
-// invisible to them and visited only by the walkers that take everything (save/load, fx::to):
-//
-//   struct Norm {
-//     fx::Tensor scale, shift;          // parameters
-//     fx::Tensor running_mean, running_var;
-//     FX_FIELDS(scale, shift)
-//     FX_STATE(running_mean, running_var)
-//   };
-//   fx::for_each_named_leaf(norm, [](const std::string& path, fx::Tensor& t) { ... });
-//   // "scale", "shift", "running_mean", "running_var"
-//   fx::for_each_named_state(norm, [](const std::string& path, fx::Tensor& t) { ... });
-//   // "running_mean", "running_var"
-//
 // Containers walk into their elements: std::vector, std::array, std::tuple, std::pair,
 // std::optional and the values of std::map / std::unordered_map. Walking several objects in
 // lockstep requires them to have the same structure; a mismatch throws fx::Error.
@@ -45,13 +30,6 @@
   auto fx_fields() { return std::tie(__VA_ARGS__); }                              \
   auto fx_fields() const { return std::tie(__VA_ARGS__); }                        \
   static constexpr std::string_view fx_field_names() { return #__VA_ARGS__; }
-
-// Fields that are state, not parameters: walked by for_each_leaf and for_each_state_tensor (and
-// their named forms), skipped by fx_fields() and so by gradients, optimisers and trainables.
-#define FX_STATE(...)                                                             \
-  auto fx_state() { return std::tie(__VA_ARGS__); }                               \
-  auto fx_state() const { return std::tie(__VA_ARGS__); }                         \
-  static constexpr std::string_view fx_state_names() { return #__VA_ARGS__; }
 
 namespace fx {
 
@@ -183,7 +161,34 @@ void for_each_named_tensor(T& x, Fn&& fn, const std::string& prefix) {
   }
 }
 
-// ---- Walkers over parameters and state (FX_STATE)
+}  // namespace fx
+
+// ---- Non-trainable state: FX_STATE and the walkers that visit it
+//
+// A layer's non-trainable state (a running mean, a step counter) is named with FX_STATE beside
+// FX_FIELDS. FX_FIELDS lists what gradients, optimisers and trainables walk; FX_STATE fields are
+// invisible to them and visited only by the walkers that take everything (save/load, fx::to):
+//
+//   struct Norm {
+//     fx::Tensor scale, shift;          // parameters
+//     fx::Tensor running_mean, running_var;
+//     FX_FIELDS(scale, shift)
+//     FX_STATE(running_mean, running_var)
+//   };
+//   fx::for_each_named_leaf(norm, [](const std::string& path, fx::Tensor& t) { ... });
+//   // "scale", "shift", "running_mean", "running_var"
+//   fx::for_each_named_state(norm, [](const std::string& path, fx::Tensor& t) { ... });
+//   // "running_mean", "running_var"
+//
+// Fields that are state, not parameters: walked by for_each_leaf and for_each_state_tensor (and
+// their named forms), skipped by fx_fields() and so by gradients, optimisers and trainables.
+#define FX_STATE(...)                                                             \
+  auto fx_state() { return std::tie(__VA_ARGS__); }                               \
+  auto fx_state() const { return std::tie(__VA_ARGS__); }                         \
+  static constexpr std::string_view fx_state_names() { return #__VA_ARGS__; }
+
+namespace fx {
+
 
 template <class T>
 concept HasState = requires(T& t) { t.fx_state(); };
