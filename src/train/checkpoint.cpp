@@ -56,7 +56,7 @@ void write_checkpoint(const std::string& path, io::TensorMap tensors, const Chec
   }
   io::Metadata m;
   for (const auto& [k, v] : ck.metadata) m.emplace(std::string("user.").append(k), v);
-  m[kFormatKey] = kFormatVersion;
+  m.emplace(kFormatKey, kFormatVersion);
   m["epoch"] = exact_text(ck.epoch);
   m["step"] = exact_text(ck.step);
   m["schedule"] = exact_text(ck.schedule);

@@ -188,7 +188,10 @@ void plot_history(const History& history, const std::string& path, const PlotOpt
       }
       int x = px(double(s)), y = py(v);
       if (have_prev) c.line(xp, yp, x, y, col);
-      else c.line(x, y, x, y, col);
+      // Sparse series (one value per epoch) get markers, so a single point is visible.
+      if (series[i].size() <= 30)
+        for (int k = -3; k <= 3; ++k) c.hline(x - 3, x + 3, y + k, col);
+      else if (!have_prev) c.line(x, y, x, y, col);
       xp = x, yp = y, have_prev = true;
     }
     // Legend: a swatch and the name, top right.
