@@ -34,12 +34,16 @@
 #include "fluxion/data/dataloader.hpp"
 #include "fluxion/data/dataset.hpp"
 #include "fluxion/data/idx.hpp"
+#include "fluxion/io/save.hpp"
 #include "fluxion/nn.hpp"        // every header of fluxion/nn/
 #include "fluxion/ops.hpp"       // every header of fluxion/ops/
 #include "fluxion/ops/primitives.hpp"
 #include "fluxion/optim.hpp"     // every header of fluxion/optim/
 #include "fluxion/sci.hpp"       // every header of fluxion/sci/
 #include "fluxion/testing.hpp"   // gradcheck, backend scopes, test helpers
+#include "fluxion/train/checkpoint.hpp"
 #include "fluxion/train/data_parallel.hpp"
+#include "fluxion/train/fit.hpp"
 #include "fluxion/train/metrics.hpp"
+#include "fluxion/train/plot.hpp"
 #include "fluxion/train/progress.hpp"

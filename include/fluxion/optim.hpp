@@ -5,6 +5,7 @@
 //   fx::optim::update(opt, model, grad);
 #pragma once
 #include "fluxion/optim/adjust.hpp"
+#include "fluxion/optim/by_name.hpp"
 #include "fluxion/optim/destructure.hpp"
 #include "fluxion/optim/elementwise.hpp"
 #include "fluxion/optim/rules.hpp"
