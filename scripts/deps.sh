@@ -4,12 +4,12 @@
 set -euo pipefail
 
 packages=(build-essential cmake ninja-build pkg-config git
-          libopenblas-dev libopenblas-openmp-dev libdnnl-dev zlib1g-dev libfftw3-dev libhwy-dev
-          libgtest-dev
+          libopenblas-dev libopenblas-openmp-dev liblapacke-dev libdnnl-dev zlib1g-dev libfftw3-dev
+          libhwy-dev libpng-dev libgtest-dev
           libtorch-dev dataset-fashion-mnist)
 if [[ "${1:-}" == "--minimal" ]]; then  # the demo needs no test or peer libraries
   packages=(build-essential cmake ninja-build pkg-config libopenblas-dev libopenblas-openmp-dev
-            libdnnl-dev zlib1g-dev libfftw3-dev libhwy-dev dataset-fashion-mnist)
+            liblapacke-dev libdnnl-dev zlib1g-dev libfftw3-dev libhwy-dev dataset-fashion-mnist)
 fi
 
 missing=()

@@ -25,6 +25,7 @@
 #include "fluxion/data/dataloader.hpp"
 #include "fluxion/data/dataset.hpp"
 #include "fluxion/data/idx.hpp"
+#include "fluxion/linalg.hpp"
 #include "fluxion/nn.hpp"
 #include "fluxion/ops.hpp"
 #include "fluxion/optim.hpp"
