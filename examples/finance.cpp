@@ -87,9 +87,9 @@ void black_scholes(int64_t paths, uint64_t seed) {
     return fx::gradient([&](const Tensor& x) { return fx::sum(smoothed(x, vol, rate)); }, s);
   };
   const Tensor gamma = fx::jvp(delta_smoothed, s0, fx::ones({paths}, fx::f64)).second;
-  const Tensor lr_mix = std::exp(-r * T) / (S * S) *
-                        fx::where(terminal(s0, vol, rate) > K, 1.0, 0.0) *
-                        terminal(s0, vol, rate) * (z / (sigma * std::sqrt(T)) - 1.0);
+  const Tensor st = terminal(s0, vol, rate);
+  const Tensor lr_mix = std::exp(-r * T) / (S * S) * fx::where(st > K, st, 0.0) *
+                        (z / (sigma * std::sqrt(T)) - 1.0);
 
   const double d1 = (std::log(S / K) + (r + 0.5 * sigma * sigma) * T) / (sigma * std::sqrt(T));
   const double d2 = d1 - sigma * std::sqrt(T);
