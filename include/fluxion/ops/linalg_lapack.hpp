@@ -27,7 +27,8 @@
 // (correct) derivatives. svd's derivative also needs non-zero singular values when U or V has
 // a cotangent (the S^-1 term, and JAX's and PyTorch's rules), and U and V are only defined up
 // to signs of their columns (pairs), so only losses invariant to those signs have gradients
-// that mean anything. det's derivative is det * A^-T, which is not finite at a singular A.
+// that mean anything. det's derivative is det * A^-T through inv: at an exactly singular A it
+// throws fx::Error (torch returns the adjugate there).
 //
 // Bad input throws fx::Error naming the function and the shapes: a non-square matrix, batch
 // axes that do not broadcast, an exactly singular matrix (solve, inv, triangular_solve), one
