@@ -35,6 +35,7 @@
 #include "fluxion/data/dataset.hpp"
 #include "fluxion/data/idx.hpp"
 #include "fluxion/io/save.hpp"
+#include "fluxion/linalg.hpp"
 #include "fluxion/nn.hpp"        // every header of fluxion/nn/
 #include "fluxion/ops.hpp"       // every header of fluxion/ops/
 #include "fluxion/ops/primitives.hpp"
