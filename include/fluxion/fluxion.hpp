@@ -34,6 +34,7 @@
 #include "fluxion/data/dataloader.hpp"
 #include "fluxion/data/dataset.hpp"
 #include "fluxion/data/idx.hpp"
+#include "fluxion/io/atomic_file.hpp"
 #include "fluxion/io/save.hpp"
 #include "fluxion/linalg.hpp"
 #include "fluxion/nn.hpp"        // every header of fluxion/nn/

@@ -21,6 +21,14 @@ void list(std::ostringstream& os, const char* title, const std::vector<std::stri
 
 }  // namespace
 
+Tensor counter_tensor(int64_t value) {
+  Tensor t = Tensor::empty(Shape{}, i64);
+  *t.data<int64_t>() = value;
+  return t;
+}
+
+int64_t counter_value(const Tensor& t) { return *t.data<int64_t>(); }
+
 LoadReport load_tensors(TensorMap& targets, TensorMap source, LoadOptions options,
                         const std::string& what) {
   LoadReport r;

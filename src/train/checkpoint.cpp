@@ -5,12 +5,13 @@
 #include <charconv>
 #include <cstring>
 #include <system_error>
+#include <vector>
 
 namespace fx::train::detail {
 namespace {
 
 constexpr const char* kFormatKey = "fluxion.checkpoint";
-constexpr const char* kFormatVersion = "1";
+constexpr const char* kFormatVersion = "2";  // 2: "lr" lists every rate
 
 // Shortest text that reads back to the same double (or integer).
 template <class T>
@@ -32,6 +33,25 @@ T parse_exact(const io::Metadata& m, const std::string& key, const std::string& 
   return v;
 }
 
+// A space-separated list of exact doubles (empty text: none).
+std::vector<double> parse_list(const io::Metadata& m, const std::string& key,
+                               const std::string& path) {
+  auto it = m.find(key);
+  FX_CHECK(it != m.end(), "fx::train::load_checkpoint: '", path, "' has no '", key, "' entry");
+  std::vector<double> out;
+  const std::string& s = it->second;
+  for (const char* p = s.data(); p < s.data() + s.size(); ++p) {  // p: one past a space
+    double v = 0;
+    auto r = std::from_chars(p, s.data() + s.size(), v);
+    FX_CHECK(r.ec == std::errc() && (*r.ptr == ' ' || r.ptr == s.data() + s.size()),
+             "fx::train::load_checkpoint: '", path, "': '", key, "' is '", s,
+             "', not a list of numbers");
+    out.push_back(v);
+    p = r.ptr;
+  }
+  return out;
+}
+
 Tensor generator_tensor(const Generator::State& st) {
   Tensor t = Tensor::empty(Shape{int64_t(st.size())}, i64);
   std::memcpy(t.raw_data(), st.data(), sizeof st);
@@ -40,16 +60,8 @@ Tensor generator_tensor(const Generator::State& st) {
 
 }  // namespace
 
-Tensor counter_tensor(int64_t value) {
-  Tensor t = Tensor::empty(Shape{}, i64);
-  *t.data<int64_t>() = value;
-  return t;
-}
-
-int64_t counter_value(const Tensor& t) { return *t.data<int64_t>(); }
-
 void write_checkpoint(const std::string& path, io::TensorMap tensors, const Checkpoint& ck,
-                      std::optional<double> lr) {
+                      const std::vector<double>& learning_rates) {
   for (const auto& [name, gen] : ck.generators) {
     FX_CHECK(gen, "fx::train::save_checkpoint: generator '", name, "' is null");
     tensors.emplace(std::string("rng.").append(name), generator_tensor(gen->state()));
@@ -60,7 +72,9 @@ void write_checkpoint(const std::string& path, io::TensorMap tensors, const Chec
   m["epoch"] = exact_text(ck.epoch);
   m["step"] = exact_text(ck.step);
   m["schedule"] = exact_text(ck.schedule);
-  if (lr) m["lr"] = exact_text(*lr);
+  std::string lrs;
+  for (double lr : learning_rates) lrs += (lrs.empty() ? "" : " ") + exact_text(lr);
+  m["lr"] = lrs;
   if (ck.loader) {
     const data::LoaderOptions& o = ck.loader->options();
     m["loader.epoch"] = exact_text(ck.loader->epoch());
@@ -71,8 +85,8 @@ void write_checkpoint(const std::string& path, io::TensorMap tensors, const Chec
   io::write_safetensors(path, tensors, m);
 }
 
-std::optional<double> read_checkpoint(const std::string& path, io::TensorMap& targets,
-                                      Checkpoint& ck) {
+std::vector<double> read_checkpoint(const std::string& path, io::TensorMap& targets,
+                                    Checkpoint& ck, size_t rates) {
   io::SafetensorsFile f = io::read_safetensors(path);
   FX_CHECK(f.metadata.count(kFormatKey), "fx::train::load_checkpoint: '", path,
            "' is a safetensors file but not a fluxion checkpoint (no '", kFormatKey, "' entry)");
@@ -101,8 +115,9 @@ std::optional<double> read_checkpoint(const std::string& path, io::TensorMap& ta
   const int64_t epoch = parse_exact<int64_t>(f.metadata, "epoch", path);
   const int64_t step = parse_exact<int64_t>(f.metadata, "step", path);
   const double schedule = parse_exact<double>(f.metadata, "schedule", path);
-  std::optional<double> lr;
-  if (f.metadata.count("lr")) lr = parse_exact<double>(f.metadata, "lr", path);
+  std::vector<double> lrs = parse_list(f.metadata, "lr", path);
+  FX_CHECK(lrs.size() == rates, "fx::train::load_checkpoint: '", path, "' holds ", lrs.size(),
+           " learning rates, the optimiser has ", rates, " (set up with another rule?)");
 
   io::load_tensors(targets, std::move(f.tensors), {.strict = true}, path);
 
@@ -118,7 +133,7 @@ std::optional<double> read_checkpoint(const std::string& path, io::TensorMap& ta
   ck.metadata.clear();
   for (const auto& [k, v] : f.metadata)
     if (k.rfind("user.", 0) == 0) ck.metadata.emplace(k.substr(5), v);
-  return lr;
+  return lrs;
 }
 
 }  // namespace fx::train::detail

@@ -79,7 +79,8 @@ void FitDriver::begin_epoch(int64_t epoch) {
 void FitDriver::before_step(const std::function<bool(double)>& set_lr) {
   if (!impl_->opt.schedule) return;
   double lr = impl_->opt.schedule(ctx_.step);
-  set_lr(lr);
+  FX_CHECK(set_lr(lr), "fx::train::fit: a schedule was given, but no rule of the optimiser has a ",
+           "learning rate to set");
   if (impl_->opt.record_every > 0 && ctx_.step % impl_->opt.record_every == 0) ctx_.record("lr", lr);
 }
 

@@ -1,6 +1,7 @@
 #include <gtest/gtest.h>
 
 #include <string>
+#include <vector>
 
 #include <fluxion/io/save.hpp>
 #include <fluxion/nn/activations.hpp>
@@ -100,4 +101,73 @@ TEST(SaveLoad, OptimiserStateTreesSaveAndLoad) {
   fx::io::load(dir.file("opt.safetensors"), opt2);
   EXPECT_TRUE(same_bits(opt2.leaves[0].m, opt.leaves[0].m));
   EXPECT_TRUE(fx::io::read_safetensors(dir.file("opt.safetensors")).tensors.count("leaves.3.v"));
+}
+
+namespace {
+// A layer with non-trainable state: a running mean (tensor) and a count of batches seen.
+struct Norm {
+  fx::Tensor scale, running_mean;
+  int64_t seen = 0;
+  FX_FIELDS(scale)
+  FX_STATE(running_mean, seen)
+};
+struct Net {
+  std::vector<Norm> norms;
+  fx::Tensor w;
+  FX_FIELDS(norms, w)
+};
+Net make_net(double base) {
+  Net n{{}, fx::full({2}, base, fx::f64)};
+  for (int k = 0; k < 2; ++k)
+    n.norms.push_back({fx::full({3}, base + k, fx::f64), fx::full({3}, base + 10 + k, fx::f64),
+                       int64_t(base) + k});
+  return n;
+}
+}  // namespace
+
+TEST(SaveLoad, StateFieldsRoundTripBesideTheParameters) {
+  TempDir dir;
+  Net a = make_net(1), b = make_net(5);
+  fx::io::save(dir.file("n.safetensors"), a);
+  fx::io::TensorMap file = fx::io::read_safetensors(dir.file("n.safetensors")).tensors;
+  std::vector<std::string> names;
+  for (const auto& [name, x] : file) names.push_back(name);
+  EXPECT_EQ(names, (std::vector<std::string>{"norms.0.running_mean", "norms.0.scale",
+                                             "norms.0.seen", "norms.1.running_mean",
+                                             "norms.1.scale", "norms.1.seen", "w"}));
+  EXPECT_EQ(file.at("norms.1.seen").dtype(), fx::i64);
+  EXPECT_EQ(file.at("norms.1.seen").ndim(), 0);
+
+  fx::io::LoadReport r = fx::io::load(dir.file("n.safetensors"), b);
+  EXPECT_TRUE(r.complete());
+  for (int k = 0; k < 2; ++k) {
+    EXPECT_TRUE(same_bits(b.norms[k].running_mean, a.norms[k].running_mean)) << k;
+    EXPECT_TRUE(same_bits(b.norms[k].scale, a.norms[k].scale)) << k;
+    EXPECT_EQ(b.norms[k].seen, a.norms[k].seen) << k;
+  }
+  EXPECT_EQ(b.norms[1].seen, 2);
+  // A file without the state is missing it: a strict load names it and changes nothing.
+  file.erase("norms.0.seen");
+  file.erase("norms.1.running_mean");
+  fx::io::write_safetensors(dir.file("old.safetensors"), file);
+  Net c = make_net(7);
+  try {
+    fx::io::load(dir.file("old.safetensors"), c);
+    FAIL() << "no error";
+  } catch (const fx::Error& e) {
+    EXPECT_TRUE(has(e.what(), "missing from the file (2): norms.0.seen; norms.1.running_mean;"))
+        << e.what();
+  }
+  EXPECT_EQ(c.norms[0].seen, 7);
+}
+
+TEST(SaveLoad, OptimiserStepCountersRoundTrip) {
+  TempDir dir;
+  auto m = make_mlp(1);
+  auto opt = fx::optim::setup(fx::optim::Adam{}, m);
+  for (size_t k = 0; k < opt.leaves.size(); ++k) opt.leaves[k].step = int64_t(10 + k);
+  fx::io::save(dir.file("opt.safetensors"), opt);
+  auto opt2 = fx::optim::setup(fx::optim::Adam{}, m);
+  fx::io::load(dir.file("opt.safetensors"), opt2);
+  for (size_t k = 0; k < opt.leaves.size(); ++k) EXPECT_EQ(opt2.leaves[k].step, int64_t(10 + k));
 }

@@ -5,6 +5,7 @@
 #include <limits>
 #include <sstream>
 #include <string>
+#include <vector>
 
 #include <fluxion/nn/activations.hpp>
 #include <fluxion/nn/chain.hpp>
@@ -12,7 +13,9 @@
 #include <fluxion/nn/losses.hpp>
 #include <fluxion/ops/create.hpp>
 #include <fluxion/ops/elementwise.hpp>
+#include <fluxion/optim/adjust.hpp>
 #include <fluxion/optim/rules.hpp>
+#include <fluxion/optim/transforms.hpp>
 #include <fluxion/train/fit.hpp>
 
 #include "../io/io_test_helpers.hpp"
@@ -104,7 +107,7 @@ TEST(Fit, ResumingFromACheckpointRepeatsTheRunBitForBit) {
 
   EXPECT_TRUE(same_model(m1, m3));
   EXPECT_TRUE(same_model(o1, o3));
-  EXPECT_EQ(o3.rule.lr, 0.01);
+  EXPECT_EQ(fx::train::learning_rates(o3), std::vector<double>(4, 0.01));
   EXPECT_EQ(o3.leaves[0].step, o1.leaves[0].step);
   ASSERT_EQ(h3.series("train_loss").size(), 1u);
   EXPECT_EQ(h3.series("train_loss")[0], h1.series("train_loss")[2]);
@@ -116,7 +119,8 @@ TEST(Fit, CheckpointsRestoreGeneratorsLoaderAndNumbers) {
   auto model = make_mlp(1);
   auto opt = fx::optim::setup(fx::optim::Adam{}, model);
   opt.leaves[1].step = 41;
-  opt.rule.lr = 0.125;
+  fx::optim::adjust(opt, 0.125);
+  fx::optim::adjust(opt, 0.25, "layers.1");  // each leaf's own rate is kept
   fx::Generator gen(77);
   gen.normal();  // leaves a Box-Muller spare in the state
   auto loader = p.loader();
@@ -134,7 +138,7 @@ TEST(Fit, CheckpointsRestoreGeneratorsLoaderAndNumbers) {
   fx::train::load_checkpoint(dir.file("c.safetensors"), model2, opt2, back);
   EXPECT_TRUE(same_model(model, model2));
   EXPECT_EQ(opt2.leaves[1].step, 41);
-  EXPECT_EQ(opt2.rule.lr, 0.125);
+  EXPECT_EQ(fx::train::learning_rates(opt2), (std::vector<double>{0.125, 0.125, 0.25, 0.25}));
   EXPECT_EQ(back.epoch, 5);
   EXPECT_EQ(back.step, 30);
   EXPECT_EQ(back.schedule, 0.1);
@@ -152,10 +156,67 @@ TEST(Fit, CheckpointsRestoreGeneratorsLoaderAndNumbers) {
   } catch (const fx::Error& e) {
     EXPECT_TRUE(has(e.what(), "seed 3")) << e.what();
   }
+  // An optimiser with another number of learning rates (AdaDelta has none) is refused before
+  // anything is written.
+  auto model3 = make_mlp(3);
+  auto ada = fx::optim::setup(fx::optim::AdaDelta{}, model3);
+  auto model3_before = make_mlp(3);
+  fx::train::Checkpoint plain;
+  try {
+    fx::train::load_checkpoint(dir.file("c.safetensors"), model3, ada, plain);
+    FAIL() << "no error";
+  } catch (const fx::Error& e) {
+    EXPECT_TRUE(has(e.what(), "holds 4 learning rates, the optimiser has 0")) << e.what();
+  }
+  EXPECT_TRUE(same_model(model3, model3_before));
   // A plain safetensors file is not a checkpoint.
   fx::io::save(dir.file("plain.safetensors"), model);
   fx::train::Checkpoint none;
   EXPECT_THROW(fx::train::load_checkpoint(dir.file("plain.safetensors"), model2, opt2, none), fx::Error);
+}
+
+// Every rule's state, however nested: a chain's AccumGrad sums and count and its Adam moments
+// and step counters come back from a checkpoint as they were saved.
+TEST(Fit, CheckpointsKeepTheStateOfEveryRuleInAChain) {
+  TempDir dir;
+  Problem p;
+  using Chain = fx::optim::OptimiserChain<fx::optim::AccumGrad, fx::optim::Adam>;
+  auto model = make_mlp(1);
+  auto opt = fx::optim::setup(Chain(fx::optim::AccumGrad{3}, fx::optim::Adam{}), model);
+  auto loader = p.loader();
+  std::ostringstream out;
+  fx::train::fit(model, opt, loader, ce, {.epochs = 1, .progress = false, .out = &out});  // 6 steps
+  std::get<0>(opt.leaves[2].states).count = 2;  // as if mid-accumulation
+  fx::train::Checkpoint ck;
+  fx::train::save_checkpoint(dir.file("c.safetensors"), model, opt, ck);
+  const fx::io::TensorMap saved = fx::io::read_safetensors(dir.file("c.safetensors")).tensors;
+  EXPECT_TRUE(saved.count("optimiser.leaves.2.states.0.count"));
+  EXPECT_TRUE(saved.count("optimiser.leaves.2.states.0.mean"));
+  EXPECT_TRUE(saved.count("optimiser.leaves.2.states.1.step"));
+
+  auto model2 = make_mlp(2);
+  auto opt2 = fx::optim::setup(Chain(fx::optim::AccumGrad{3}, fx::optim::Adam{}), model2);
+  fx::train::Checkpoint back;
+  fx::train::load_checkpoint(dir.file("c.safetensors"), model2, opt2, back);
+  EXPECT_TRUE(same_model(model, model2));
+  EXPECT_TRUE(same_model(opt, opt2));
+  EXPECT_EQ(std::get<0>(opt2.leaves[2].states).count, 2);
+  EXPECT_EQ(std::get<1>(opt2.leaves[0].states).step, 2);  // 6 gradients, 3 per Adam step
+}
+
+TEST(Fit, AScheduleNeedsARuleWithALearningRate) {
+  Problem p;
+  auto model = make_mlp(1);
+  auto opt = fx::optim::setup(fx::optim::AdaDelta{}, model);
+  auto loader = p.loader();
+  std::ostringstream out;
+  try {
+    fx::train::fit(model, opt, loader, ce,
+                   {.schedule = [](int64_t) { return 0.1; }, .progress = false, .out = &out});
+    FAIL() << "no error";
+  } catch (const fx::Error& e) {
+    EXPECT_TRUE(has(e.what(), "no rule of the optimiser has a learning rate")) << e.what();
+  }
 }
 
 TEST(Fit, GeneratorStateRejectsTheAllZeroState) {
@@ -223,7 +284,8 @@ TEST(Fit, EarlyStoppingAndPlateauReactToTheMonitoredMetric) {
   EXPECT_TRUE(has(out.str(), "early stopping")) << out.str();
   // Plateau: two bad evaluations (epochs 3, 4) halve the rate; two more (5, 6) halve it again.
   EXPECT_EQ(h.series("lr").size(), 2u);
-  EXPECT_DOUBLE_EQ(opt.rule.lr, 0.025);
+  EXPECT_DOUBLE_EQ(opt.rules[0].lr, 0.025);
+  EXPECT_DOUBLE_EQ(opt.rules[3].lr, 0.025);
 }
 
 TEST(Fit, ScheduleSetsTheRateAndCsvHoldsTheHistory) {
@@ -236,7 +298,8 @@ TEST(Fit, ScheduleSetsTheRateAndCsvHoldsTheHistory) {
   fx::train::History h = fx::train::fit(model, opt, loader, ce,
       {.epochs = 2, .schedule = [](int64_t step) { return 0.1 / double(step + 1); },
        .record_every = 2, .csv = dir.file("m.csv"), .progress = false, .out = &out});
-  EXPECT_DOUBLE_EQ(opt.rule.lr, 0.1 / 12);  // the 12th step used step index 11
+  EXPECT_DOUBLE_EQ(opt.rules[0].lr, 0.1 / 12);  // the 12th step used step index 11
+  EXPECT_DOUBLE_EQ(opt.rules[3].lr, 0.1 / 12);
   fx::train::History back = fx::train::History::read_csv(dir.file("m.csv"));
   ASSERT_EQ(back.records().size(), h.records().size());
   for (size_t k = 0; k < h.records().size(); ++k) {

@@ -194,8 +194,9 @@ template <class T>
 concept HasState = requires(T& t) { t.fx_state(); };
 
 namespace detail {
-// Which leaves a full walk reports: every tensor, or only those under some FX_STATE.
-enum class LeafSet { all, state };
+// Which leaves a full walk reports: every tensor, only those under some FX_STATE, or the
+// integers under some FX_STATE (step counters).
+enum class LeafSet { all, state, counters };
 
 template <LeafSet Which, class T, class Fn>
 void walk_leaves(T& x, Fn& fn, const std::string& prefix, bool in_state);
@@ -216,7 +217,11 @@ template <LeafSet Which, class T, class Fn>
 void walk_leaves(T& x, Fn& fn, const std::string& prefix, bool in_state) {
   using U = std::remove_cvref_t<T>;
   if constexpr (std::is_same_v<U, Tensor>) {
-    if (Which == LeafSet::all || in_state) fn(prefix, x);
+    if constexpr (Which != LeafSet::counters)
+      if (Which == LeafSet::all || in_state) fn(prefix, x);
+  } else if constexpr (std::is_integral_v<U> && !std::is_same_v<U, bool>) {
+    if constexpr (Which == LeafSet::counters)
+      if (in_state) fn(prefix, x);
   } else if constexpr (HasFields<U> || HasState<U>) {
     if constexpr (HasFields<U>) {
       auto tx = x.fx_fields();
@@ -268,6 +273,13 @@ template <class T, class Fn>
 void for_each_state_tensor(T& x, Fn&& fn) {
   auto unnamed = [&](const std::string&, auto& t) { fn(t); };
   detail::walk_leaves<detail::LeafSet::state>(x, unnamed, "", false);
+}
+
+// The integer fields under some FX_STATE (an optimiser's per-leaf step counter), with their
+// dotted paths: fn(path, integer&). Checkpoints keep them beside the tensors.
+template <class T, class Fn>
+void for_each_named_counter(T& x, Fn&& fn) {
+  detail::walk_leaves<detail::LeafSet::counters>(x, fn, "", false);
 }
 
 }  // namespace fx

@@ -11,11 +11,14 @@
 //
 // Loading copies into the model's existing tensors, so anything sharing them (an optimiser
 // set up on the model, a tied weight) sees the new values. Undefined leaves (an absent bias)
-// are neither saved nor expected. The same calls save and load an optimiser's state tree
-// (fx::optim::setup's result: "leaves.0.m", ...); fluxion/train/checkpoint.hpp saves a whole
-// training run.
+// are neither saved nor expected. FX_STATE fields (a running mean) are saved beside the
+// parameters, and integer FX_STATE fields (step counters) as 0-d i64 tensors. The same calls
+// save and load an optimiser's state tree (fx::optim::setup's result: "leaves.0.m",
+// "leaves.0.step", ...); fluxion/train/checkpoint.hpp saves a whole training run.
 #pragma once
+#include <cstdint>
 #include <string>
+#include <type_traits>
 #include <vector>
 
 #include "fluxion/core/fields.hpp"
@@ -35,22 +38,39 @@ struct LoadReport {
   bool complete() const { return missing.empty() && mismatched.empty() && rest.empty(); }
 };
 
-// The walk every save and load uses: one place to widen when more leaves (state fields) join.
+// The walk every save and load uses: every defined tensor, parameters and FX_STATE alike.
 template <class T, class Fn>
 void for_each_saved_tensor(T& x, Fn&& fn) {
-  for_each_named_tensor(x, [&](const std::string& name, auto& t) {
+  for_each_named_leaf(x, [&](const std::string& name, auto& t) {
     if (t.defined()) fn(name, t);
   });
 }
 
-// The model's defined tensors by name (sharing storage with the model).
+Tensor counter_tensor(int64_t value);    // a 0-d i64 tensor holding value
+int64_t counter_value(const Tensor& t);  // its value back
+
+// The model's defined tensors by name (sharing storage with the model), and its integer
+// FX_STATE fields as 0-d i64 tensors holding copies of their values (restore_counters writes
+// such tensors back).
 template <class M>
 TensorMap named_tensors(const M& model) {
   TensorMap out;
   for_each_saved_tensor(model, [&](const std::string& name, const Tensor& t) {
     out.emplace(name, t);
   });
+  for_each_named_counter(model, [&](const std::string& name, const auto& c) {
+    out.emplace(name, counter_tensor(int64_t(c)));
+  });
   return out;
+}
+
+// Sets each integer FX_STATE field of `x` from the tensor named prefix + its path in `tensors`
+// (named_tensors' map after a load).
+template <class M>
+void restore_counters(M& x, const TensorMap& tensors, const std::string& prefix = "") {
+  for_each_named_counter(x, [&](const std::string& name, auto& c) {
+    c = static_cast<std::remove_cvref_t<decltype(c)>>(counter_value(tensors.at(prefix + name)));
+  });
 }
 
 // Copies `source` into `targets` (tensors that share storage with a model) by name; `what`
@@ -67,7 +87,9 @@ void save(const std::string& path, const M& model, const Metadata& metadata = {}
 template <class M>
 LoadReport load(const std::string& path, M& model, LoadOptions options = {}) {
   TensorMap targets = named_tensors(model);
-  return load_tensors(targets, read_safetensors(path).tensors, options, path);
+  LoadReport r = load_tensors(targets, read_safetensors(path).tensors, options, path);
+  restore_counters(model, targets);
+  return r;
 }
 
 }  // namespace fx::io

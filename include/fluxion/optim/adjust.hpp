@@ -9,6 +9,7 @@
 //   fx::optim::adjust(opt, &fx::optim::Adam::beta2, 0.99);          // a named hyperparameter
 //   fx::optim::adjust(opt, [](fx::optim::ClipGrad& c) { c.delta = 5; });  // anything else
 //   fx::optim::adjust(opt, sched(step));         // a schedule (fluxion/optim/schedules.hpp)
+//   fx::optim::for_each_learning_rate(opt, [](double& lr) { lr *= 0.5; });  // read or rewrite
 //
 // A subtree is a dotted path prefix: "" is the whole model, "0" selects "0.weight" and "0.bias"
 // (not "01.weight"), "0.weight" one leaf. A path that selects no trainable leaf throws fx::Error
@@ -95,6 +96,18 @@ void adjust(OptimiserState<R>& s, Fn&& fn, std::string_view subtree = "") {
 template <class R>
 void adjust(OptimiserState<R>& s, double lr, std::string_view subtree = "") {
   adjust(s, detail::SetLearningRate{lr}, subtree);
+}
+
+// Calls fn(lr) with the learning rate of every rule that has one (a double& to rewrite, or a
+// const double& for a const state), leaf by leaf and, in a chain, member by member: how
+// training code reads the rates, and what a checkpoint saves.
+template <class S, class Fn>
+  requires requires(S& s) { s.rules.size(); }
+void for_each_learning_rate(S& s, Fn&& fn) {
+  auto on_rule = [&]<class Q>(Q& q)
+    requires requires { q.lr + 0.0; }
+  { fn(q.lr); };
+  for (auto& rule : s.rules) detail::visit_rules(rule, on_rule);
 }
 
 // Sets one named hyperparameter of every rule of type Q in the subtree:

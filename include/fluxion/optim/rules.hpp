@@ -115,6 +115,7 @@ struct Adam {
     Tensor m, v;
     int64_t step = 0;  // per leaf, as in Optimisers.jl: a leaf without gradients does not age
     FX_FIELDS(m, v)
+    FX_STATE(step)  // not trained, but saved: a resumed run needs the same bias corrections
   };
   State init(const Tensor& p) const { return {zeros_like(p), zeros_like(p), 0}; }
   void apply(State& s, const Tensor& param, const Tensor& grad) const;
@@ -169,6 +170,7 @@ struct AdaMax {
     Tensor m, u;
     int64_t step = 0;
     FX_FIELDS(m, u)
+    FX_STATE(step)
   };
   State init(const Tensor& p) const { return {zeros_like(p), zeros_like(p), 0}; }
   void apply(State& s, const Tensor& param, const Tensor& grad) const;
@@ -186,6 +188,7 @@ struct OAdam {
     Tensor m, v, term;
     int64_t step = 0;
     FX_FIELDS(m, v, term)
+    FX_STATE(step)
   };
   State init(const Tensor& p) const { return {zeros_like(p), zeros_like(p), zeros_like(p), 0}; }
   void apply(State& s, const Tensor& param, const Tensor& grad) const;

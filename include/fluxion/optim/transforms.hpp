@@ -93,6 +93,7 @@ struct AccumGrad {
     Tensor mean;        // sum of the gradients so far, each divided by n
     int64_t count = 0;  // how many are in it
     FX_FIELDS(mean)
+    FX_STATE(count)
   };
   State init(const Tensor& p) const { return {zeros_like(p), 0}; }
   Tensor transform(State& s, const Tensor& param, const Tensor& grad) const;

@@ -43,6 +43,7 @@
 #include <vector>
 
 #include "fluxion/core/fields.hpp"
+#include "fluxion/core/leaves.hpp"
 #include "fluxion/nn/functors.hpp"
 #include "fluxion/optim/elementwise.hpp"
 
@@ -74,6 +75,8 @@ struct OptimiserState {
 
 template <Rule R, class M>
 OptimiserState<R> setup(const R& rule, const M& model) {
+  // A struct without FX_FIELDS would get no state, and update would never train it.
+  require_traversable<M, "fx::optim::setup">();
   OptimiserState<R> s;
   for_each_named_tensor(model, [&](const std::string& path, const Tensor& p) {
     if (!nn::is_trainable(p)) return;
@@ -124,6 +127,7 @@ void check_structure(const OptimiserState<R>& s, const M& model, const G& grad) 
 // other order).
 template <class R, class M, class G>
 void update(OptimiserState<R>& s, M& model, const G& grad) {
+  require_traversable<M, "fx::optim::update">();
   detail::check_structure(s, std::as_const(model), grad);
   std::vector<std::pair<Tensor*, const Tensor*>> leaves;
   leaves.reserve(s.leaves.size());
