@@ -10,22 +10,28 @@
 // with the continuous adjoint's. Prints loss_initial=, loss_adam=, loss_final=,
 // adjoint_vs_backprop_max_rel= and ends with `neural_ode: ok` when the fit improved and the two
 // gradients agree to 2e-3 (the line ctest reads).
+#include <cstdint>
 #include <cstdio>
-#include <map>
-#include <string>
 
 #include <fluxion/ad/reverse.hpp>
 #include <fluxion/optim.hpp>
 #include <fluxion/sci.hpp>
 
+#include "cli.hpp"
 #include "spiral.hpp"
 
 using fx::Tensor;
 using fx::sci::Sensitivity;
 
 int main(int argc, char** argv) {
-  std::map<std::string, int64_t> args{{"adam-iters", 300}, {"lbfgs-iters", 300}, {"seed", 1}};
-  spiral::parse_options(argc, argv, args, "neural_ode");
+  int64_t adam_iters = 300, lbfgs_iters = 300;
+  uint64_t seed = 1;
+  fx::examples::Cli cli("neural_ode",
+                        "Fits a neural ODE to DiffEqFlux's spiral with Adam, then L-BFGS.");
+  cli.option("--adam-iters", "N", "Adam(0.05) steps", adam_iters, {.min = 0});
+  cli.option("--lbfgs-iters", "M", "L-BFGS iterations after Adam", lbfgs_iters, {.min = 0});
+  cli.option("--seed", "S", "seed of the initial weights", seed);
+  cli.parse_or_exit(argc, argv);
 
   const std::vector<double> ts = spiral::linspace(0.0, 1.5, 30);
   const Tensor u0 = fx::tensor({2.0, 0.0}, fx::f64);
@@ -33,7 +39,7 @@ int main(int argc, char** argv) {
   const std::vector<Tensor> data = fx::sci::solve_ode(truth, u0, fx::zeros({0}, fx::f64), ts,
                                                       {.rtol = 1e-10, .atol = 1e-12});
 
-  fx::Generator gen{uint64_t(args["seed"])};
+  fx::Generator gen{seed};
   auto model = spiral::make_model(gen);
   using Model = decltype(model);
   auto loss = [&](const Model& m, Sensitivity s) {
@@ -58,7 +64,7 @@ int main(int argc, char** argv) {
   std::printf("loss_initial=%.6g\n", loss_initial);
 
   auto opt = fx::optim::setup(fx::optim::Adam{.lr = 0.05}, model);
-  for (int64_t it = 1; it <= args["adam-iters"]; ++it) {
+  for (int64_t it = 1; it <= adam_iters; ++it) {
     auto [l, g] = fx::withgradient(backprop_loss, model);
     fx::optim::update(opt, model, g);
     if (it % 50 == 0) std::printf("  adam %4lld  loss %.6g\n", (long long)it, l.item());
@@ -71,7 +77,7 @@ int main(int argc, char** argv) {
     return std::pair<double, Tensor>(l.item(), layout.flatten(g));
   };
   auto fit = fx::sci::lbfgs(loss_and_gradient, layout.flatten(model),
-                            {.max_iterations = args["lbfgs-iters"]});
+                            {.max_iterations = lbfgs_iters});
   model = layout.unflatten(fit.x);
   const double loss_final = backprop_loss(model).item();
   std::printf("  lbfgs: %lld iterations, %lld evaluations, stopped by %s\n",

@@ -12,22 +12,28 @@
 // evaluation noise) and the data's, before and after training: mean_distance_before= and
 // mean_distance_after=; ends with `neural_sde: ok` when it fell (the line ctest reads).
 #include <cmath>
+#include <cstdint>
 #include <cstdio>
-#include <map>
-#include <string>
 
 #include <fluxion/ad/reverse.hpp>
 #include <fluxion/optim.hpp>
 #include <fluxion/sci.hpp>
 
+#include "cli.hpp"
 #include "spiral.hpp"
 
 using fx::Tensor;
 
 int main(int argc, char** argv) {
-  std::map<std::string, int64_t> args{{"iters", 300}, {"batch", 8}, {"seed", 1}};
-  spiral::parse_options(argc, argv, args, "neural_sde");
-  const int64_t batch = args["batch"], paths = 100;
+  int64_t iters = 300, batch = 8;
+  uint64_t seed = 1;
+  fx::examples::Cli cli("neural_sde",
+                        "Learns the drift of a stochastic spiral from the mean of its paths.");
+  cli.option("--iters", "N", "Adam steps", iters, {.min = 0});
+  cli.option("--batch", "B", "model paths per step", batch, {.min = 1});
+  cli.option("--seed", "S", "seed of the data, the weights and the noise", seed);
+  cli.parse_or_exit(argc, argv);
+  const int64_t paths = 100;
 
   // 30 output times on a grid of 8 steps between them.
   const std::vector<double> ts = spiral::linspace(0.0, 1.0, 30);
@@ -43,7 +49,7 @@ int main(int argc, char** argv) {
     return means;
   };
 
-  fx::Generator gen{uint64_t(args["seed"])};
+  fx::Generator gen{seed};
   auto truth = [](const Tensor& u, const Tensor&, double) { return spiral::true_dynamics(u); };
   auto data_path = fx::sci::brownian_path(2 * paths, 0.0, 1.0, steps, gen);
   const std::vector<Tensor> data = mean_trajectory(
@@ -66,7 +72,7 @@ int main(int argc, char** argv) {
   const double before = mean_distance(model);
   std::printf("mean_distance_before=%.6g\n", before);
   auto opt = fx::optim::setup(fx::optim::Adam{.lr = 0.01}, model);
-  for (int64_t it = 1; it <= args["iters"]; ++it) {
+  for (int64_t it = 1; it <= iters; ++it) {
     auto path = fx::sci::brownian_path(2 * batch, 0.0, 1.0, steps, gen);
     auto [l, g] = fx::withgradient([&](const Model& m) {
       return distance_sq(mean_trajectory(fx::sci::solve_sde(drift, noise, start(batch), m, ts, path)));

@@ -1,12 +1,9 @@
 // The spiral of DiffEqFlux's neural ODE and neural SDE examples, shared by
-// examples/neural_ode.cpp and examples/neural_sde.cpp: the true dynamics, the network that
-// learns them, and the small command-line reader both use.
+// examples/neural_ode.cpp and examples/neural_sde.cpp: the true dynamics and the network that
+// learns them.
 #pragma once
 #include <cstdint>
-#include <cstdlib>
-#include <iostream>
-#include <map>
-#include <string>
+#include <vector>
 
 #include <fluxion/nn.hpp>
 #include <fluxion/ops.hpp>
@@ -35,27 +32,6 @@ inline std::vector<double> linspace(double t0, double t1, int n) {
   std::vector<double> ts;
   for (int i = 0; i < n; ++i) ts.push_back(t0 + (t1 - t0) * i / (n - 1));
   return ts;
-}
-
-// --name value pairs into `options` (whose entries are the defaults); exits on a bad one.
-inline void parse_options(int argc, char** argv, std::map<std::string, int64_t>& options,
-                          const char* program) {
-  auto usage = [&](int code) {
-    std::cerr << "usage: " << program;
-    for (auto& [k, v] : options) std::cerr << " [--" << k << " N (default " << v << ")]";
-    std::cerr << "\n";
-    std::exit(code);
-  };
-  for (int i = 1; i < argc; ++i) {
-    std::string k = argv[i];
-    if (k == "-h" || k == "--help") usage(0);
-    if (k.rfind("--", 0) != 0 || !options.count(k.substr(2)) || i + 1 >= argc) usage(2);
-    try {
-      options[k.substr(2)] = std::stoll(argv[++i]);
-    } catch (const std::logic_error&) {
-      usage(2);
-    }
-  }
 }
 
 }  // namespace spiral

@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Compiles every public header on its own: each must include what it uses.
+# Compiles every public header on its own (each must include what it uses), and checks that
+# fluxion/fluxion.hpp reaches every one.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 export CXX=${CXX:-g++}
@@ -22,3 +23,17 @@ if [[ -s "$tmp/failed" ]]; then
   exit 1
 fi
 echo "headers: $(find include -name '*.hpp' | wc -l) public headers compile on their own"
+
+# <fluxion/fluxion.hpp> promises all of fluxion: every public header must be reachable from it
+# (directly or through another header), as the preprocessor's dependency list shows.
+printf '#include <fluxion/fluxion.hpp>\n' |
+  "$CXX" -std=c++20 -Iinclude -I/usr/include/eigen3 -MM -MT umbrella -x c++ - | tr ' \\' '\n\n' |
+  grep '^include/.*\.hpp$' | sort -u >"$tmp/reachable"
+find include -name '*.hpp' | sort >"$tmp/all"
+unreachable=$(comm -23 "$tmp/all" "$tmp/reachable")
+if [[ -n "$unreachable" ]]; then
+  echo "headers: not reachable from include/fluxion/fluxion.hpp (add them there):"
+  echo "$unreachable" | sed 's/^/  /'
+  exit 1
+fi
+echo "headers: all $(wc -l <"$tmp/all") public headers are reachable from fluxion/fluxion.hpp"

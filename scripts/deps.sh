@@ -4,12 +4,13 @@
 set -euo pipefail
 
 packages=(build-essential cmake ninja-build pkg-config git
-          libopenblas-dev libopenblas-openmp-dev libdnnl-dev zlib1g-dev libfftw3-dev libhwy-dev
-          libgtest-dev libeigen3-dev libboost-dev
+          libopenblas-dev libopenblas-openmp-dev liblapacke-dev libdnnl-dev zlib1g-dev libfftw3-dev libhwy-dev
+          nlohmann-json3-dev libpng-dev libgtest-dev libeigen3-dev libboost-dev python3-venv
           libtorch-dev dataset-fashion-mnist)
 if [[ "${1:-}" == "--minimal" ]]; then  # the demo needs no test or peer libraries
-  packages=(build-essential cmake ninja-build pkg-config libopenblas-dev libopenblas-openmp-dev
-            libdnnl-dev zlib1g-dev libfftw3-dev libhwy-dev dataset-fashion-mnist)
+  packages=(build-essential cmake ninja-build pkg-config libopenblas-dev libopenblas-openmp-dev liblapacke-dev
+            libdnnl-dev zlib1g-dev libfftw3-dev libhwy-dev nlohmann-json3-dev libpng-dev
+            dataset-fashion-mnist)
 fi
 
 missing=()

@@ -27,6 +27,9 @@ export OMP_WAIT_POLICY="${OMP_WAIT_POLICY:-passive}"
 echo "== tests (Release)"
 ctest --test-dir build -j "$jobs" --output-on-failure --timeout 600
 
+echo "== safetensors files read and written by Python's safetensors package"
+./tests/io/python_interop.sh build/tests/safetensors_interop build/pyenv
+
 echo "== install + find_package(fluxion) from a downstream project"
 cmake --install build --prefix build/install >/dev/null
 cmake -S tests/install -B build/consumer -G Ninja -DCMAKE_PREFIX_PATH="$PWD/build/install" >/dev/null

@@ -3,6 +3,7 @@
 
 #include <atomic>
 
+#include "fluxion/ad/anomaly.hpp"
 #include "fluxion/ops/create.hpp"
 #include "fluxion/ops/elementwise.hpp"
 #include "fluxion/ops/primitives.hpp"
@@ -216,6 +217,19 @@ void accumulate(Tensor& g, Tensor&& c) {
   g = add(g, c);
 }
 
+// Anomaly mode (fluxion/ad/anomaly.hpp): the cotangent going in and those coming out are
+// checked; the pullback's own ops are not, so an error names the primitive being differentiated
+// rather than a multiply inside its rule.
+void checked_pullback(const Primitive& p, const PullbackArgs& args, const Tensor& g, Tensor* dx,
+                      uint32_t nin) {
+  detail::check_cotangent_anomaly(p, g);
+  {
+    const detect_anomaly off(false);
+    p.pullback(args, g, dx);
+  }
+  detail::check_pullback_anomaly(p, dx, nin);
+}
+
 }  // namespace
 
 TapeStats tape_stats() { return stats; }
@@ -399,7 +413,8 @@ std::vector<Tensor> Recording::sweep(const Tensor& y, const Tensor& dy, bool onc
     PullbackArgs args(*n.prim, saved, saved[n.nin], *params, wants);
     args.set_accumulators(grads.data(), &t.in_slots[n.in_begin]);
     if (once) args.set_reusable(saved);
-    n.prim->pullback(args, g, out);
+    if (detail::anomaly_checks) [[unlikely]] checked_pullback(*n.prim, args, g, out, n.nin);
+    else n.prim->pullback(args, g, out);
     ++stats.pullbacks_run;
     if (once)  // nothing reads them again; buffers freed now are reused while still in cache
       for (uint32_t i = 0; i <= n.nin; ++i) saved[i] = Tensor();

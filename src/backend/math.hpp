@@ -8,6 +8,8 @@
 #include <cstdint>
 #include <type_traits>
 
+#include "fluxion/core/dtype.hpp"
+
 namespace fx::math {
 
 #define FX_UNARY(Name, floating, cplx, expr)           \
@@ -105,6 +107,23 @@ struct ComplexAbs {
   template <class C>
   typename C::value_type operator()(C z) const { return std::abs(z); }
 };
+
+// Finiteness of any element type: a complex number is NaN (infinite) when either part is;
+// integers and bools are always finite. Written with the std:: predicates, which stay exact
+// because fluxion is not built with -ffinite-math-only.
+#define FX_FINITE(Name, test, either, integer)                                      \
+  struct Name {                                                                    \
+    template <class T>                                                             \
+    bool operator()(T x) const {                                                   \
+      if constexpr (is_complex_v<T>) return Name{}(x.real()) either Name{}(x.imag()); \
+      else if constexpr (std::is_floating_point_v<T>) return test(x);              \
+      else return integer;                                                         \
+    }                                                                              \
+  };
+FX_FINITE(IsNan, std::isnan, ||, false)
+FX_FINITE(IsInf, std::isinf, ||, false)
+FX_FINITE(IsFinite, std::isfinite, &&, true)
+#undef FX_FINITE
 
 #define FX_COMPARE(Name, op)                           \
   struct Name {                                        \

@@ -80,14 +80,25 @@ class RowGather {
     Shape s = x.shape();
     const int64_t n = s[0];
     s[0] = int64_t(rows.size());
-    // Checked before copying: an exception must not leave an OpenMP region.
-    for (int64_t r : rows)
-      FX_CHECK(r >= 0 && r < n, "fx::data::take_rows: row ", r, " out of range for ", x.shape());
+    // Checked before copying: an exception must not leave an OpenMP region. Negative rows
+    // count from the end (a copy of the list is made only when there is one).
+    bool negative = false;
+    for (int64_t r : rows) {
+      (void)normalize_index(r, 0, x.shape(), "fx::data::take_rows");
+      negative |= r < 0;
+    }
+    if (negative) {
+      for (int64_t r : rows) wrapped_.push_back(r < 0 ? r + n : r);
+      rows_ = wrapped_;
+    }
     out = Tensor::empty(s, x.dtype(), x.device());
     row_bytes_ = size_t(x.numel() / std::max<int64_t>(n, 1)) * itemsize(x.dtype());
     src_ = static_cast<const char*>(x.raw_data());
     dst_ = static_cast<char*>(out.raw_data());
   }
+
+  RowGather(const RowGather&) = delete;  // rows_ may point into wrapped_
+  RowGather& operator=(const RowGather&) = delete;
 
   size_t bytes() const { return rows_.size() * row_bytes_; }
 
@@ -111,6 +122,7 @@ class RowGather {
 
  private:
   std::span<const int64_t> rows_;
+  std::vector<int64_t> wrapped_;  // the rows with negatives counted from the end, if any
   size_t row_bytes_ = 0;
   const char* src_ = nullptr;
   char* dst_ = nullptr;

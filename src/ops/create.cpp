@@ -1,6 +1,7 @@
 // Tensor creation: constants, ranges, copies from C++ containers, seeded random numbers.
 #include "fluxion/ops/create.hpp"
 
+#include <bit>
 #include <cmath>
 #include <cstring>
 
@@ -119,6 +120,19 @@ uint64_t rotl(uint64_t x, int k) { return (x << k) | (x >> (64 - k)); }
 void Generator::reseed(uint64_t seed) {
   for (auto& s : s_) s = splitmix(seed);
   has_spare_ = false;
+}
+
+Generator::State Generator::state() const {
+  return {s_[0], s_[1], s_[2], s_[3], uint64_t(has_spare_), std::bit_cast<uint64_t>(spare_)};
+}
+
+void Generator::set_state(const State& st) {
+  FX_CHECK(st[0] | st[1] | st[2] | st[3], "fx::Generator::set_state: the all-zero xoshiro state ",
+           "never leaves zero");
+  FX_CHECK(st[4] <= 1, "fx::Generator::set_state: spare flag ", st[4], " is neither 0 nor 1");
+  for (int i = 0; i < 4; ++i) s_[i] = st[size_t(i)];
+  has_spare_ = st[4] == 1;
+  spare_ = std::bit_cast<double>(st[5]);
 }
 
 uint64_t Generator::next() {

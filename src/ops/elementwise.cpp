@@ -183,6 +183,11 @@ Primitive le_p{.name = "le", .forward = compare_forward};
 Primitive gt_p{.name = "gt", .forward = compare_forward};
 Primitive ge_p{.name = "ge", .forward = compare_forward};
 
+// ---- finiteness: bool outputs shaped like the input, never differentiated
+Primitive isnan_p{.name = "isnan", .forward = compare_forward};
+Primitive isinf_p{.name = "isinf", .forward = compare_forward};
+Primitive isfinite_p{.name = "isfinite", .forward = compare_forward};
+
 // ---- selection and conversion
 Primitive where_p{.name = "where",
                   .forward = [](const Primitive& p, std::span<const Tensor> in, const Params& pr) {
@@ -460,6 +465,18 @@ Tensor lt(const Tensor& a, const Tensor& b) { return compare(lt_p, a, b); }
 Tensor le(const Tensor& a, const Tensor& b) { return compare(le_p, a, b); }
 Tensor gt(const Tensor& a, const Tensor& b) { return compare(gt_p, a, b); }
 Tensor ge(const Tensor& a, const Tensor& b) { return compare(ge_p, a, b); }
+Tensor isnan(const Tensor& x) {
+  check_defined(x, "isnan");
+  return bind(isnan_p, {x});
+}
+Tensor isinf(const Tensor& x) {
+  check_defined(x, "isinf");
+  return bind(isinf_p, {x});
+}
+Tensor isfinite(const Tensor& x) {
+  check_defined(x, "isfinite");
+  return bind(isfinite_p, {x});
+}
 Tensor operator==(const Tensor& a, double b) {
   check_defined(a, "eq");
   return eq(a, scalar(b, a.dtype()));

@@ -113,10 +113,8 @@ Tensor::ElementRef::ElementRef(Tensor& t, std::initializer_list<int64_t> index) 
   FX_CHECK(int(index.size()) <= t.ndim(), "fx::Tensor::at: ", index.size(), " indices for ",
            t.shape());
   for (int64_t i : index) {
-    int64_t size = t.shape()[n_];
-    FX_CHECK(i >= -size && i < size, "fx::Tensor::at: index ", i, " is out of range for axis ",
-             n_, " of ", t.shape());
-    index_[n_++] = i < 0 ? i + size : i;
+    index_[n_] = normalize_index(i, n_, t.shape(), "fx::Tensor::at");
+    ++n_;
   }
 }
 

@@ -1,4 +1,4 @@
-// Reductions: sum, max, min (differentiable) and argmax/argmin, plus composites on top.
+// Reductions: sum, max, min (differentiable), argmax/argmin and any/all, plus composites on top.
 #include "fluxion/ops/reduce.hpp"
 
 #include "fluxion/ops/create.hpp"
@@ -45,19 +45,22 @@ Shape reduced_shape(const Shape& s, uint64_t mask, bool keepdim) {
   return r;
 }
 
-// params: i[0] axes mask, i[1] keepdim; shape = input shape.
-Tensor reduce_forward(const Primitive& p, std::span<const Tensor> in, const Params& pr) {
-  Tensor out = Tensor::empty(reduced_shape(in[0].shape(), uint64_t(pr.i[0]), pr.i[1] != 0),
-                             in[0].dtype(), in[0].device());
-  dispatch({p, in, out, pr});
-  return out;
-}
-
-Tensor arg_forward(const Primitive& p, std::span<const Tensor> in, const Params& pr) {
-  Tensor out = Tensor::empty(reduced_shape(in[0].shape(), uint64_t(pr.i[0]), pr.i[1] != 0), i64,
+// params: i[0] axes mask, i[1] keepdim; shape = input shape. The output, of dtype t over the
+// kept axes, is filled by the kernel.
+Tensor reduce_into(const Primitive& p, std::span<const Tensor> in, const Params& pr, DType t) {
+  Tensor out = Tensor::empty(reduced_shape(in[0].shape(), uint64_t(pr.i[0]), pr.i[1] != 0), t,
                              in[0].device());
   dispatch({p, in, out, pr});
   return out;
+}
+Tensor reduce_forward(const Primitive& p, std::span<const Tensor> in, const Params& pr) {
+  return reduce_into(p, in, pr, in[0].dtype());
+}
+Tensor arg_forward(const Primitive& p, std::span<const Tensor> in, const Params& pr) {
+  return reduce_into(p, in, pr, i64);
+}
+Tensor bool_reduce_forward(const Primitive& p, std::span<const Tensor> in, const Params& pr) {
+  return reduce_into(p, in, pr, boolean);
 }
 
 // A reduced tensor brought back to the input's rank (size-1 reduced axes), then expanded.
@@ -89,20 +92,27 @@ Tensor extremum_jvp(const JvpArgs& a, const Tensor* dx) {
   return reshape(mean_dx, a.output().shape());
 }
 
+// Applies a reduction primitive over the axes in `mask` (its params: i[0] the mask, i[1]
+// keepdim, shape the input's).
+Tensor bind_reduction(Primitive& prim, const Tensor& x, uint64_t mask, bool keepdim) {
+  Params p;
+  p.i[0] = int64_t(mask);
+  p.i[1] = keepdim;
+  p.shape = x.shape();
+  return bind(prim, {x}, p);
+}
+
 Tensor reduce(Primitive& prim, const Tensor& x, const Axes& axes, bool keepdim) {
   FX_CHECK(x.defined(), "fx::", prim.name, ": undefined tensor");
   FX_CHECK(x.dtype() != boolean || &prim == &sum_p, "fx::", prim.name,
            ": not defined for bool ", x.shape());
-  Params p;
-  p.i[0] = int64_t(checked_mask(axes, x, prim.name));
-  p.i[1] = keepdim;
-  p.shape = x.shape();
+  const uint64_t mask = checked_mask(axes, x, prim.name);
   FX_CHECK(&prim == &sum_p || !is_complex(x.dtype()), "fx::", prim.name,
            ": not defined for complex tensors (they are not ordered), got ",
            dtype_name(x.dtype()), " ", x.shape());
   if (&prim != &sum_p && &prim != &sum_squares_p && x.numel() == 0)
     detail::fail("fx::", prim.name, ": reduction of an empty tensor ", x.shape());
-  return bind(prim, {x}, p);
+  return bind_reduction(prim, x, mask, keepdim);
 }
 
 }  // namespace
@@ -156,6 +166,9 @@ Primitive sum_squares_p{
     .jvp = [](const JvpArgs& a, const Tensor* dx) {
       return bind(sum_p, {dx[0] * (a.input(0) * 2.0)}, a.params());
     }};
+// any and all: bool outputs over the reduced axes, never differentiated.
+Primitive any_p{.name = "any", .forward = bool_reduce_forward};
+Primitive all_p{.name = "all", .forward = bool_reduce_forward};
 Primitive argmax_p{.name = "argmax", .forward = arg_forward};
 // Internal, no pullback: only used when nothing records (logsumexp_grad above).
 Primitive logsumexp_backward_p{.name = "logsumexp_backward", .forward = elementwise_forward};
@@ -167,6 +180,18 @@ Tensor sum(const Tensor& x, Axes axes, bool keepdim) {
 }
 Tensor max(const Tensor& x, Axes axes, bool keepdim) { return reduce(max_p, x, axes, keepdim); }
 Tensor min(const Tensor& x, Axes axes, bool keepdim) { return reduce(min_p, x, axes, keepdim); }
+
+// Any dtype: the kernels read "non-zero" (so NaN is true) without a conversion to bool first.
+static Tensor bool_reduce(Primitive& prim, const Tensor& x, const Axes& axes, bool keepdim) {
+  FX_CHECK(x.defined(), "fx::", prim.name, ": undefined tensor");
+  return bind_reduction(prim, x, checked_mask(axes, x, prim.name), keepdim);
+}
+Tensor any(const Tensor& x, Axes axes, bool keepdim) {
+  return bool_reduce(any_p, x, axes, keepdim);
+}
+Tensor all(const Tensor& x, Axes axes, bool keepdim) {
+  return bool_reduce(all_p, x, axes, keepdim);
+}
 
 Tensor mean(const Tensor& x, Axes axes, bool keepdim) {
   FX_CHECK(x.defined(), "fx::mean: undefined tensor");
@@ -200,11 +225,7 @@ static Tensor arg_reduce(Primitive& prim, const Tensor& x, int64_t axis, bool ke
   FX_CHECK(!is_complex(x.dtype()), "fx::", prim.name,
            ": not defined for complex tensors (they are not ordered), got ",
            dtype_name(x.dtype()), " ", x.shape());
-  Params p;
-  p.i[0] = int64_t(checked_mask(Axes(axis), x, prim.name));
-  p.i[1] = keepdim;
-  p.shape = x.shape();
-  return bind(prim, {x}, p);
+  return bind_reduction(prim, x, checked_mask(Axes(axis), x, prim.name), keepdim);
 }
 Tensor argmax(const Tensor& x, int64_t axis, bool keepdim) {
   return arg_reduce(argmax_p, x, axis, keepdim);

@@ -305,10 +305,7 @@ Tensor slice_set(const Tensor& base, int64_t axis, int64_t start, int64_t stop, 
 Tensor select(const Tensor& x, int64_t axis, int64_t index) {
   FX_CHECK(x.defined(), "fx::select: undefined tensor");
   int a = normalize_axis(axis, x.ndim(), "fx::select");
-  int64_t n = x.shape()[a];
-  FX_CHECK(index >= -n && index < n, "fx::select: index ", index, " is out of range for axis ",
-           a, " of ", x.shape());
-  if (index < 0) index += n;
+  index = normalize_index(index, a, x.shape(), "fx::select");
   return squeeze(slice(x, a, index, index + 1), a);
 }
 

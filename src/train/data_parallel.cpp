@@ -3,6 +3,7 @@
 // same threads; and DataParallel's split by the threads' measured speeds.
 #include "fluxion/train/data_parallel.hpp"
 
+#include "fluxion/ad/anomaly.hpp"
 #include "fluxion/ops/elementwise.hpp"
 #include "ops/fused.hpp"  // sole_dense_handle
 
@@ -69,10 +70,12 @@ void run_shares(int shares, const std::function<void(int)>& body,
   };
   // Dense copies of what the sum reads (one per share and leaf).
   std::vector<std::vector<Tensor>> dense;
+  const bool anomaly = anomaly_detection_enabled();  // the caller's fx::detect_anomaly, if any
 #pragma omp parallel num_threads(shares)
   {
     const int s = omp_get_thread_num(), nt = omp_get_num_threads();
     try {
+      const detect_anomaly scope(anomaly);  // per thread: every share is checked as the caller
       body(s);
     } catch (...) {
       keep_first();

@@ -1,8 +1,7 @@
 // Differentiates a small function through an installed fluxion; exits non-zero on a wrong answer.
 #include <cmath>
 #include <cstdio>
-#include <fluxion/ad/reverse.hpp>
-#include <fluxion/ops.hpp>
+#include <fluxion/fluxion.hpp>  // every installed header compiles in a project of its own
 
 int main() {
   fx::Tensor x = fx::tensor({0.25, -0.5}, fx::f64);

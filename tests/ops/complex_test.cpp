@@ -75,6 +75,17 @@ std::vector<Row> complex_rows() {
                              {{65}, {65, 33}},
                              {{2, 3, 4, 5}, {5, 6}},
                              {{5, 0}, {0, 3}}}))},
+      {"finiteness_complex", un([](const Tensor& x) {
+         Tensor y = with_nonfinite(x);
+         return fx::stack({fx::isnan(y), fx::isinf(y), fx::isfinite(y)});
+       }),
+       {.cases = us, .order = 0, .why = "bool output", .dtypes = cd, .complex = true}},
+      {"any_all_complex", un([](const Tensor& x) {
+         Tensor y = fx::where(fx::real(x) > 0.0, x, fx::astype(fx::zeros({}), x.dtype()));
+         return fx::stack({fx::any(y, -1), fx::all(y, -1)});
+       }),
+       {.cases = shapes({{45, 2}, {3, 1}}), .order = 0, .why = "bool output", .dtypes = cd,
+        .complex = true}},
       {"where_complex",
        [](const Args& a) { return fx::where(fx::real(a[0]) > 0.0, a[0], a[1]); }, cb},
       {"views_complex",

@@ -145,6 +145,24 @@ std::vector<Row> elementwise_rows() {
        {.cases = pairs({{{9, 13}, {9, 13}}, {{300, 150}, {150}}}), .order = 0,
         .why = "NaN inputs"}},
 
+      // ---- finiteness (bool outputs): NaN, +-Inf and finite values side by side
+      {"isnan", un([](const Tensor& x) { return fx::isnan(with_nonfinite(x)); }),
+       {.cases = us, .order = 0, .why = "bool output", .dtypes = kNumeric}},
+      {"isinf", un([](const Tensor& x) { return fx::isinf(with_nonfinite(x)); }),
+       {.cases = us, .order = 0, .why = "bool output", .dtypes = kNumeric}},
+      {"isfinite", un([](const Tensor& x) { return fx::isfinite(with_nonfinite(x)); }),
+       {.cases = us, .order = 0, .why = "bool output", .dtypes = kNumeric}},
+      {"finiteness_large",
+       un([](const Tensor& x) {
+         Tensor y = with_nonfinite(x);
+         return fx::stack({fx::isnan(y), fx::isinf(y), fx::isfinite(y)});
+       }),
+       {.cases = shapes({{40000}}), .order = 0, .why = "bool output"}},
+      {"finiteness_of_bool", un([](const Tensor& m) {
+         return fx::stack({fx::isnan(m), fx::isinf(m), fx::isfinite(m)});
+       }),
+       {.cases = {{In{{6, 7}, Kind::mask}}}, .order = 0, .why = "bool input and output"}},
+
       // ---- composites (no rule of their own)
       {"square", un(fx::square), {.cases = us, .dtypes = kNumeric}},
       {"rsqrt", un(fx::rsqrt), {.cases = us, .range = {0.2, 3}}},

@@ -1,9 +1,13 @@
 // Rows for the integer-indexing primitives: index_select / index_add and gather / scatter_add
-// (each the other's adjoint), with repeated indices, i32 indices and an empty index.
+// (each the other's adjoint), with repeated indices, i32 indices, negative indices and an
+// empty index; the index convention (Python-style negatives) across every op that takes one.
 #include <gtest/gtest.h>
 
 #include <functional>
 #include <string>
+#include <vector>
+
+#include <fluxion/data/dataloader.hpp>
 
 #include "op_rows.hpp"
 
@@ -13,6 +17,8 @@ const std::vector<DType> kNumeric = {f32, f64, i32, i64};
 const std::vector<DType> kAll = {f32, f64, i32, i64, boolean};
 const std::vector<DType> kComplex = {c64, c128};
 In idx(Shape s, int64_t bound, DType t = i64) { return In{s, Kind::index, bound, t}; }
+// Indices in [-bound, bound): Python-style negatives mixed with ordinary ones.
+In sidx(Shape s, int64_t bound, DType t = i64) { return In{s, Kind::signed_index, bound, t}; }
 }  // namespace
 
 std::vector<Row> index_rows() {
@@ -60,6 +66,22 @@ std::vector<Row> index_rows() {
       {"scatter_add_last_axis_parallel",
        [](const Args& a) { return fx::scatter_add(a[0], 1, a[1], a[2]); },
        {.cases = {{In{{200, 50}}, idx({200, 180}, 50), In{{200, 180}}}}}},
+      // Negative indices count from the end, in every kernel and in the pullbacks (which index
+      // with the same tensor), threaded paths included.
+      {"index_select_negative", [](const Args& a) { return fx::index_select(a[0], 0, a[1]); },
+       {.cases = {{In{{6, 5}}, sidx({9}, 6)}, {In{{300, 128}}, sidx({400}, 300, i32)}},
+        .dtypes = kNumeric}},
+      {"index_add_negative", [](const Args& a) { return fx::index_add(a[0], 1, a[1], a[2]); },
+       {.cases = {{In{{3, 5}}, sidx({7}, 5), In{{3, 7}}},
+                  {In{{100, 400}}, sidx({120}, 400, i32), In{{100, 120}}}},
+        .dtypes = kNumeric}},
+      {"gather_negative", [](const Args& a) { return fx::gather(a[0], 1, a[1]); },
+       {.cases = {{In{{5, 7}}, sidx({5, 3}, 7)}, {In{{200, 300}}, sidx({180, 200}, 300, i32)}},
+        .dtypes = kNumeric}},
+      {"scatter_add_negative", [](const Args& a) { return fx::scatter_add(a[0], 0, a[1], a[2]); },
+       {.cases = {{In{{4, 3}}, sidx({6, 3}, 4), In{{6, 3}}},
+                  {In{{64, 600}}, sidx({60, 600}, 64, i32), In{{60, 600}}}},
+        .dtypes = kNumeric}},
       // Complex values (c64 and c128 forward, c128 gradient).
       {"index_select_complex", [](const Args& a) { return fx::index_select(a[0], 1, a[1]); },
        {.cases = {{In{{5, 7, 3}}, idx({9}, 7)}, {In{{300, 128}}, idx({400}, 128)}},
@@ -146,6 +168,153 @@ TEST(Index, OutOfRangeErrorsMatchTheReferenceWordForWord) {
     EXPECT_NE(tuned, "no error");
     EXPECT_EQ(tuned, error_of(fx::testing::Backends::reference, calls[k]));
   }
+}
+
+using fx::testing::Backends;
+
+fx::Tensor iota(const fx::Shape& s) {
+  return fx::arange(0, double(s.numel()), 1, fx::f64).reshape(s);
+}
+fx::Tensor idx(std::initializer_list<double> v, fx::DType t = fx::i64) { return fx::tensor(v, t); }
+
+// One convention for positions everywhere: Python-style negative indices (-1 is the last
+// element) in gather, index_select, index_add, scatter_add, select, Tensor::at and take_rows, on
+// both backends and through the gradients; outside [-n, n) an fx::Error names the op, the index
+// and the axis size, on both sides.
+
+// An indexing op applied with negative indices and with the same positions written >= 0.
+struct Case {
+  std::string name;
+  std::function<fx::Tensor(const fx::Tensor& x, const fx::Tensor& index)> f;
+  fx::Tensor x, negative, positive;
+};
+
+std::vector<Case> cases() {
+  using fx::Tensor;
+  const Tensor x = iota({4, 3});  // axis 0 has 4 rows, axis 1 has 3 columns
+  return {
+      {"index_select", [](const Tensor& x, const Tensor& i) { return fx::index_select(x, 0, i); },
+       x, idx({-1, 0, -4, -2}), idx({3, 0, 0, 2})},
+      {"index_select_i32",
+       [](const Tensor& x, const Tensor& i) { return fx::index_select(x, 1, i); }, x,
+       idx({-3, -1}, fx::i32), idx({0, 2}, fx::i32)},
+      {"gather", [](const Tensor& x, const Tensor& i) { return fx::gather(x, 1, i); }, x,
+       idx({-1, 0, -2, -3, 2, -1, 0, 0}).reshape({4, 2}),
+       idx({2, 0, 1, 0, 2, 2, 0, 0}).reshape({4, 2})},
+      {"index_add",
+       [](const Tensor& x, const Tensor& i) { return fx::index_add(x, 0, i, x * 10.0 + 1.0); },
+       x, idx({-1, -1, 0, -3}), idx({3, 3, 0, 1})},
+      {"scatter_add",
+       [](const Tensor& x, const Tensor& i) { return fx::scatter_add(x, 1, i, x * x); }, x,
+       idx({-1, -2, 0, -3, -3, -3, 2, 1, -1, 0, 0, -2}).reshape({4, 3}),
+       idx({2, 1, 0, 0, 0, 0, 2, 1, 2, 0, 0, 1}).reshape({4, 3})},
+  };
+}
+
+TEST(NegativeIndex, IndexingOpsCountFromTheEndOnBothBackends) {
+  for (const Case& c : cases()) {
+    SCOPED_TRACE(c.name);
+    for (Backends b : {Backends::all, Backends::reference}) {
+      fx::testing::BackendScope scope(b);
+      EXPECT_TRUE(fx::allclose(c.f(c.x, c.negative), c.f(c.x, c.positive), 0, 0));
+    }
+  }
+}
+
+TEST(NegativeIndex, GradientsThroughNegativeIndicesOnBothBackends) {
+  for (const Case& c : cases()) {
+    SCOPED_TRACE(c.name);
+    for (Backends b : {Backends::all, Backends::reference}) {
+      fx::testing::BackendScope scope(b);
+      auto loss = [&](const fx::Tensor& i) {
+        return [&c, i](const fx::Tensor& x) { return fx::sum(fx::square(c.f(x, i))); };
+      };
+      fx::Tensor gn = fx::gradient(loss(c.negative), c.x);
+      fx::Tensor gp = fx::gradient(loss(c.positive), c.x);
+      EXPECT_TRUE(fx::allclose(gn, gp, 0, 0)) << gn << gp;
+      auto r = fx::testing::gradcheck(loss(c.negative), c.x);
+      EXPECT_TRUE(r) << r;
+    }
+  }
+}
+
+TEST(NegativeIndex, OutOfRangeOnEitherSideNamesOpIndexAndSize) {
+  const fx::Tensor x = iota({4, 3});
+  struct Bad {
+    std::function<fx::Tensor()> f;
+    std::vector<std::string> parts;
+  };
+  const fx::Tensor one = fx::ones({1, 3}, fx::f64);
+  std::vector<Bad> bad = {
+      {[&] { return fx::index_select(x, 0, idx({4})); },
+       {"fx::index_select", "index 4", "size 4"}},
+      {[&] { return fx::index_select(x, 0, idx({-5})); },
+       {"fx::index_select", "index -5", "size 4"}},
+      {[&] { return fx::gather(x, 1, idx({0, 3, 0, 0}).reshape({4, 1})); },
+       {"fx::gather", "index 3", "size 3", "(4, 3)"}},
+      {[&] { return fx::gather(x, 1, idx({0, -4, 0, 0}).reshape({4, 1})); },
+       {"fx::gather", "index -4", "size 3", "(4, 3)"}},
+      {[&] { return fx::index_add(x, 1, idx({-4}, fx::i32), fx::ones({4, 1}, fx::f64)); },
+       {"fx::index_add", "index -4", "size 3"}},
+      {[&] { return fx::scatter_add(x, 0, idx({4, 0, 0}).reshape({1, 3}), one); },
+       {"fx::scatter_add", "index 4", "size 4"}},
+      {[&] { return fx::scatter_add(x, 0, idx({-5, 0, 0}).reshape({1, 3}), one); },
+       {"fx::scatter_add", "index -5", "size 4"}},
+      {[&] { return fx::select(x, 1, 3); },
+       {"fx::select", "index 3", "axis 1 of size 3", "(4, 3)"}},
+      {[&] { return fx::select(x, 1, -4); }, {"fx::select", "index -4", "axis 1 of size 3"}},
+      {[&] {
+         fx::Tensor y = x.clone();
+         return y.at({-5, 0}).value();
+       },
+       {"fx::Tensor::at", "index -5", "axis 0 of size 4"}},
+      {[&] {
+         fx::Tensor y = x.clone();
+         y.at({0, 3}) = 1.0;
+         return y;
+       },
+       {"fx::Tensor::at", "index 3", "axis 1 of size 3"}},
+      {[&] {
+         const int64_t rows[] = {0, -5};
+         return fx::data::take_rows(x, rows);
+       },
+       {"fx::data::take_rows", "index -5", "axis 0 of size 4"}},
+      {[&] {
+         const int64_t rows[] = {4};
+         return fx::data::take_rows(x, rows);
+       },
+       {"fx::data::take_rows", "index 4", "size 4"}},
+  };
+  for (size_t k = 0; k < bad.size(); ++k) {
+    SCOPED_TRACE(k);
+    const std::string tuned = error_of(Backends::all, bad[k].f);
+    for (const std::string& p : bad[k].parts)
+      EXPECT_NE(tuned.find(p), std::string::npos) << "'" << p << "' in " << tuned;
+    EXPECT_EQ(tuned, error_of(Backends::reference, bad[k].f));
+  }
+}
+
+TEST(NegativeIndex, SelectAtAndTakeRowsCountFromTheEnd) {
+  fx::Tensor x = iota({4, 3});
+  EXPECT_TRUE(fx::allclose(fx::select(x, 0, -1), fx::select(x, 0, 3), 0, 0));
+  EXPECT_TRUE(fx::allclose(fx::select(x, -1, -3), fx::select(x, 1, 0), 0, 0));
+  EXPECT_EQ(x.at({-1, -1}).value().item(), 11.0);
+  EXPECT_EQ(x.at({-4, 1}).value().item(), 1.0);
+  fx::Tensor y = x.clone();
+  y.at({-2, -3}) = 100.0;
+  EXPECT_EQ(y.at({2, 0}).value().item(), 100.0);
+  const int64_t rows[] = {-1, 0, -4, 2};
+  const int64_t same[] = {3, 0, 0, 2};
+  EXPECT_TRUE(fx::allclose(fx::data::take_rows(x, rows), fx::data::take_rows(x, same), 0, 0));
+  // A write through a negative position is differentiated like any other.
+  fx::Tensor g = fx::gradient(
+      [](const fx::Tensor& v) {
+        fx::Tensor buf = fx::zeros({3}, fx::f64);
+        buf.at({-1}) = fx::select(v, 0, -2) * 3.0;
+        return fx::sum(buf);
+      },
+      fx::tensor({1.0, 2.0, 3.0}, fx::f64));
+  EXPECT_EQ(fx::to_vector<double>(g), (std::vector<double>{0, 3, 0}));
 }
 
 }  // namespace

@@ -31,6 +31,7 @@ using OpFn = std::function<Tensor(const Args&)>;
 enum class Kind {
   real,   // uniform in the row's range (per-input range if given)
   index,  // integers in [0, bound), i64 unless dtype says i32
+  signed_index,  // integers in [-bound, bound): negative ones count from the end
   mask,   // random bools
 };
 
@@ -120,6 +121,9 @@ inline Tensor make_values(const Opts& o, const In& in, size_t position, const Sh
     case Kind::index:
       for (auto& x : v) x = double(gen.below(uint64_t(in.bound)));
       return astype(from_vector(v, s), in.dtype);
+    case Kind::signed_index:
+      for (auto& x : v) x = double(gen.below(uint64_t(2 * in.bound))) - double(in.bound);
+      return astype(from_vector(v, s), in.dtype);
     case Kind::mask:
       for (auto& x : v) x = double(gen.below(2));
       return astype(from_vector(v, s), boolean);
@@ -141,6 +145,16 @@ inline Tensor make_values(const Opts& o, const In& in, size_t position, const Sh
     if (integer) x = std::round(x * 4);  // small integers: ties and zeros happen
   }
   return astype(from_vector(v, s), real_dtype);
+}
+
+// x with NaN where x > 1.2, +Inf in (0.9, 1.2], -Inf below -1.5 (floating x; complex x in
+// either part), and x elsewhere: inputs for the finiteness rows from the default range [-2, 2].
+// Integer and bool tensors come back as they are.
+inline Tensor with_nonfinite(const Tensor& x) {
+  if (is_complex(x.dtype())) return complex(with_nonfinite(real(x)), with_nonfinite(imag(x)));
+  if (!is_floating(x.dtype())) return x;
+  const Tensor inf = scalar(INFINITY, x.dtype());
+  return where(x > 1.2, scalar(NAN, x.dtype()), where(x > 0.9, inf, where(x < -1.5, -inf, x)));
 }
 
 std::vector<Row> elementwise_rows();

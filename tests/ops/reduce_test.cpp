@@ -33,6 +33,33 @@ std::vector<Row> reduce_rows() {
        {.cases = shapes({{5, 7, 11}, {2, 3, 4, 5}})}},
       {"sum_bool", un([](const Tensor& m) { return fx::sum(m, 1); }),
        {.cases = {{In{{45, 65}, Kind::mask}}}, .order = 0, .why = "bool input, i64 output"}},
+      // any / all of numbers: a grid puts 0, 1 and 2 in the input, so short rows are sometimes
+      // all non-zero; bool inputs, NaN (true) and empty tensors (any false, all true).
+      {"any", un([](const Tensor& x) { return fx::any(x, -1); }),
+       {.cases = shapes({{45, 3}, {5, 7, 2}, {0, 4}, {4, 0}}), .range = {0, 1.9}, .order = 0,
+        .why = "bool output", .dtypes = kNumeric, .grid = 1}},
+      {"all", un([](const Tensor& x) { return fx::all(x, {0, 2}, true); }),
+       {.cases = shapes({{2, 7, 2}, {3, 4, 1}, {0, 4, 2}}), .range = {0, 1.9}, .order = 0,
+        .why = "bool output", .dtypes = kNumeric, .grid = 1}},
+      {"any_all_whole", un([](const Tensor& x) { return fx::stack({fx::any(x), fx::all(x)}); }),
+       {.cases = shapes({{4}, {2, 3}, {}, {0, 4}, {40000}}), .range = {0, 1.9}, .order = 0,
+        .why = "bool output", .dtypes = kNumeric, .grid = 1}},
+      {"any_all_axes", un([](const Tensor& x) {
+         return fx::concat({fx::any(x, {0}), fx::all(x, {0}), fx::any(x, {1}), fx::all(x, {1})},
+                           0);
+       }),
+       {.cases = shapes({{3, 3}, {300, 300}}), .range = {0, 1.9}, .order = 0,
+        .why = "bool output", .grid = 1}},
+      {"any_all_bool", un([](const Tensor& m) {
+         return fx::stack({fx::any(m, 1), fx::all(m, 1), fx::any(m, 0), fx::all(m, 0)});
+       }),
+       {.cases = {{In{{3, 3}, Kind::mask}}}, .order = 0, .why = "bool input and output"}},
+      {"any_all_of_nan", un([](const Tensor& x) {
+         Tensor y = with_nonfinite(x);
+         return fx::stack({fx::any(fx::isnan(y), 1), fx::all(fx::isfinite(y), 1),
+                           fx::any(y == 0.0, 1), fx::all(y, 1)});
+       }),
+       {.cases = shapes({{45, 4}, {200, 300}}), .order = 0, .why = "bool output"}},
       {"sum_to", un([](const Tensor& x) { return fx::sum_to(x, {1, x.shape()[2]}); }),
        {.cases = shapes({{5, 7, 11}, {2, 1, 3}})}},
       {"max", un([](const Tensor& x) { return fx::max(x); }), {.cases = nonempty,

@@ -3,6 +3,7 @@
 
 #include <cmath>
 #include <limits>
+#include <memory>
 
 #include <fluxion/ad/reverse.hpp>
 #include <fluxion/nn/chain.hpp>
@@ -243,13 +244,14 @@ TEST(Optimisers, AUsersRuleWorksThroughTheSameDoor) {
 namespace {
 
 // A loops-only rule that throws from its second apply: the first leaf's loop is queued by then.
+// Each leaf holds a copy of the rule, so the count is shared.
 struct FailsOnSecondLeaf {
   static constexpr bool loops_only = true;
   struct State {};
-  mutable int calls = 0;
+  std::shared_ptr<int> calls = std::make_shared<int>(0);
   State init(const fx::Tensor&) const { return {}; }
   void apply(State&, const fx::Tensor& p, const fx::Tensor& g) const {
-    FX_CHECK(++calls < 2, "FailsOnSecondLeaf: second leaf");
+    FX_CHECK(++*calls < 2, "FailsOnSecondLeaf: second leaf");
     fx::optim::foreach_element("FailsOnSecondLeaf", p, g, [](auto& x, auto dx) { x -= dx; });
   }
 };
@@ -298,7 +300,7 @@ TEST(Optimisers, AThrowingBatchedStepWritesNothing) {
   EXPECT_EQ(fx::sum(m[0]).item(), 40000.0);  // the last leaf's queued loop never ran
   EXPECT_EQ(fx::sum(m[1]).item(), 3.0);
   // The next step, with no batch left open on this thread, runs as usual.
-  opt.rule.calls = -10;
+  *opt.rules[0].calls = -10;
   fx::optim::update(opt, m, std::vector<fx::Tensor>{fx::ones({40000}), fx::ones({3})});
   EXPECT_EQ(fx::sum(m[0]).item(), 0.0);
 }

@@ -167,6 +167,15 @@ torch::Tensor with_nans(const torch::Tensor& x) {
   return torch::where(x > 1.2, torch::full_like(x, NAN), x);
 }
 
+// fx::rows::with_nonfinite in torch: NaN above 1.2, +Inf in (0.9, 1.2], -Inf below -1.5.
+torch::Tensor with_nonfinite(const torch::Tensor& x) {
+  if (x.is_complex())
+    return torch::complex(with_nonfinite(torch::real(x)), with_nonfinite(torch::imag(x)));
+  const torch::Tensor inf = torch::full_like(x, INFINITY);
+  return torch::where(x > 1.2, torch::full_like(x, NAN),
+                      torch::where(x > 0.9, inf, torch::where(x < -1.5, -inf, x)));
+}
+
 In idx(fx::Shape s, int64_t bound, fx::DType t = fx::i64) { return In{s, Kind::index, bound, t}; }
 
 std::vector<OracleRow> oracle_rows() {
@@ -236,6 +245,33 @@ std::vector<OracleRow> oracle_rows() {
        T1(torch::amin(x, {0, 1})), {.cases = shapes({{5, 4}}), .grid = 1}},
       {"argmax", un([](const Tensor& x) { return fx::argmax(x, -1); }),
        T1(torch::argmax(x, -1)), {.cases = nonscalar, .order = 0}},
+      {"isnan", un([](const Tensor& x) { return fx::isnan(fx::rows::with_nonfinite(x)); }),
+       T1(torch::isnan(with_nonfinite(x))), {.cases = us, .order = 0}},
+      {"isinf", un([](const Tensor& x) { return fx::isinf(fx::rows::with_nonfinite(x)); }),
+       T1(torch::isinf(with_nonfinite(x))), {.cases = us, .order = 0}},
+      {"isfinite", un([](const Tensor& x) { return fx::isfinite(fx::rows::with_nonfinite(x)); }),
+       T1(torch::isfinite(with_nonfinite(x))), {.cases = us, .order = 0}},
+      {"finiteness_complex",
+       un([](const Tensor& x) {
+         Tensor y = fx::rows::with_nonfinite(x);
+         return fx::stack({fx::isnan(y), fx::isinf(y), fx::isfinite(y)});
+       }),
+       T1(torch::stack({torch::isnan(with_nonfinite(x)), torch::isinf(with_nonfinite(x)),
+                        torch::isfinite(with_nonfinite(x))})),
+       {.cases = us, .order = 0, .complex = true}},
+      // A grid puts 0, 1 and 2 in the input, so rows are sometimes all non-zero; NaN is true.
+      {"any", un([](const Tensor& x) { return fx::any(x, -1); }), T1(torch::any(x, -1)),
+       {.cases = shapes({{45, 3}, {5, 7, 2}}), .range = {0, 1.9}, .order = 0, .grid = 1}},
+      {"all", un([](const Tensor& x) { return fx::all(x, 1, true); }), T1(torch::all(x, 1, true)),
+       {.cases = shapes({{45, 3}, {5, 2, 7}}), .range = {0, 1.9}, .order = 0, .grid = 1}},
+      {"any_all_of_nan",
+       un([](const Tensor& x) {
+         Tensor y = fx::rows::with_nonfinite(x);
+         return fx::stack({fx::any(y), fx::all(y), fx::all(fx::isfinite(y))});
+       }),
+       T1(torch::stack({torch::any(with_nonfinite(x)), torch::all(with_nonfinite(x)),
+                        torch::all(torch::isfinite(with_nonfinite(x)))})),
+       {.cases = shapes({{3}, {45, 65}, {2, 2}}), .order = 0}},
       {"argmin", un([](const Tensor& x) { return fx::argmin(x, 0, true); }),
        T1(torch::argmin(x, 0, true)), {.cases = nonscalar, .order = 0}},
       {"reshape", un([](const Tensor& x) { return x.reshape({-1, 5}); }), T1(x.reshape({-1, 5})),

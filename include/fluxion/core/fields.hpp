@@ -162,3 +162,124 @@ void for_each_named_tensor(T& x, Fn&& fn, const std::string& prefix) {
 }
 
 }  // namespace fx
+
+// ---- Non-trainable state: FX_STATE and the walkers that visit it
+//
+// A layer's non-trainable state (a running mean, a step counter) is named with FX_STATE beside
+// FX_FIELDS. FX_FIELDS lists what gradients, optimisers and trainables walk; FX_STATE fields are
+// invisible to them and visited only by the walkers that take everything (save/load, fx::to):
+//
+//   struct Norm {
+//     fx::Tensor scale, shift;          // parameters
+//     fx::Tensor running_mean, running_var;
+//     FX_FIELDS(scale, shift)
+//     FX_STATE(running_mean, running_var)
+//   };
+//   fx::for_each_named_leaf(norm, [](const std::string& path, fx::Tensor& t) { ... });
+//   // "scale", "shift", "running_mean", "running_var"
+//   fx::for_each_named_state(norm, [](const std::string& path, fx::Tensor& t) { ... });
+//   // "running_mean", "running_var"
+//
+// Fields that are state, not parameters: walked by for_each_leaf and for_each_state_tensor (and
+// their named forms), skipped by fx_fields() and so by gradients, optimisers and trainables.
+#define FX_STATE(...)                                                             \
+  auto fx_state() { return std::tie(__VA_ARGS__); }                               \
+  auto fx_state() const { return std::tie(__VA_ARGS__); }                         \
+  static constexpr std::string_view fx_state_names() { return #__VA_ARGS__; }
+
+namespace fx {
+
+
+template <class T>
+concept HasState = requires(T& t) { t.fx_state(); };
+
+namespace detail {
+// Which leaves a full walk reports: every tensor, only those under some FX_STATE, or the
+// integers under some FX_STATE (step counters).
+enum class LeafSet { all, state, counters };
+
+template <LeafSet Which, class T, class Fn>
+void walk_leaves(T& x, Fn& fn, const std::string& prefix, bool in_state);
+
+template <LeafSet Which, class Fn, class TX, size_t... I>
+void walk_tuple(TX& tx, Fn& fn, const std::string& prefix, bool in_state, std::string_view names,
+                std::index_sequence<I...>) {
+  // names: a FX_FIELDS/FX_STATE list, or empty for a tuple's elements (named by index).
+  (walk_leaves<Which>(std::get<I>(tx), fn,
+                      names.empty() ? join_path(prefix, std::to_string(I))
+                                    : join_path(prefix, field_name(names, I)),
+                      in_state),
+   ...);
+}
+
+// At each struct: its FX_FIELDS first, then its FX_STATE (everything below a state field is state).
+template <LeafSet Which, class T, class Fn>
+void walk_leaves(T& x, Fn& fn, const std::string& prefix, bool in_state) {
+  using U = std::remove_cvref_t<T>;
+  if constexpr (std::is_same_v<U, Tensor>) {
+    if constexpr (Which != LeafSet::counters)
+      if (Which == LeafSet::all || in_state) fn(prefix, x);
+  } else if constexpr (std::is_integral_v<U> && !std::is_same_v<U, bool>) {
+    if constexpr (Which == LeafSet::counters)
+      if (in_state) fn(prefix, x);
+  } else if constexpr (HasFields<U> || HasState<U>) {
+    if constexpr (HasFields<U>) {
+      auto tx = x.fx_fields();
+      walk_tuple<Which>(tx, fn, prefix, in_state, U::fx_field_names(),
+                        std::make_index_sequence<std::tuple_size_v<decltype(tx)>>{});
+    }
+    if constexpr (HasState<U>) {
+      auto tx = x.fx_state();
+      walk_tuple<Which>(tx, fn, prefix, true, U::fx_state_names(),
+                        std::make_index_sequence<std::tuple_size_v<decltype(tx)>>{});
+    }
+  } else if constexpr (is_vector<U>::value || is_std_array<U>::value) {
+    for (size_t i = 0; i < x.size(); ++i)
+      walk_leaves<Which>(x[i], fn, join_path(prefix, std::to_string(i)), in_state);
+  } else if constexpr (is_tuple_like<U>::value) {
+    walk_tuple<Which>(x, fn, prefix, in_state, {},
+                      std::make_index_sequence<std::tuple_size_v<U>>{});
+  } else if constexpr (is_optional<U>::value) {
+    if (x.has_value()) walk_leaves<Which>(*x, fn, prefix, in_state);
+  } else if constexpr (is_map<U>::value) {
+    for (auto& [k, v] : x) {
+      std::string key;
+      if constexpr (std::is_convertible_v<decltype(k), std::string>) key = k;
+      else key = std::to_string(k);
+      walk_leaves<Which>(v, fn, join_path(prefix, key), in_state);
+    }
+  }
+}
+}  // namespace detail
+
+// Every tensor leaf, parameters and FX_STATE alike, with its dotted path: what save/load and
+// device moves walk. At each struct its FX_FIELDS come first, then its FX_STATE.
+template <class T, class Fn>
+void for_each_named_leaf(T& x, Fn&& fn) {
+  detail::walk_leaves<detail::LeafSet::all>(x, fn, "", false);
+}
+template <class T, class Fn>
+void for_each_leaf(T& x, Fn&& fn) {
+  auto unnamed = [&](const std::string&, auto& t) { fn(t); };
+  detail::walk_leaves<detail::LeafSet::all>(x, unnamed, "", false);
+}
+
+// Only the leaves under some FX_STATE (at any depth), with their dotted paths.
+template <class T, class Fn>
+void for_each_named_state(T& x, Fn&& fn) {
+  detail::walk_leaves<detail::LeafSet::state>(x, fn, "", false);
+}
+template <class T, class Fn>
+void for_each_state_tensor(T& x, Fn&& fn) {
+  auto unnamed = [&](const std::string&, auto& t) { fn(t); };
+  detail::walk_leaves<detail::LeafSet::state>(x, unnamed, "", false);
+}
+
+// The integer fields under some FX_STATE (an optimiser's per-leaf step counter), with their
+// dotted paths: fn(path, integer&). Checkpoints keep them beside the tensors.
+template <class T, class Fn>
+void for_each_named_counter(T& x, Fn&& fn) {
+  detail::walk_leaves<detail::LeafSet::counters>(x, fn, "", false);
+}
+
+}  // namespace fx

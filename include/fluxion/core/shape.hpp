@@ -87,4 +87,15 @@ inline int normalize_axis(int64_t axis, int ndim, const char* op) {
   return static_cast<int>(axis < 0 ? axis + ndim : axis);
 }
 
+// Python-style position along axis `axis` of `shape`: -1 is the last element, -size the first;
+// anything outside [-size, size) throws naming `op`, the index, the axis and its size. Every
+// op that takes positions (select, Tensor::at, gather, index_select, ..., take_rows) reads
+// them this way.
+inline int64_t normalize_index(int64_t index, int axis, const Shape& shape, const char* op) {
+  const int64_t size = shape[axis];
+  FX_CHECK(index >= -size && index < size, op, ": index ", index, " is out of range for axis ",
+           axis, " of size ", size, " in shape ", shape);
+  return index < 0 ? index + size : index;
+}
+
 }  // namespace fx

@@ -82,7 +82,8 @@ class DataLoader {
   std::vector<int64_t> order_;
 };
 
-// Rows of x (contiguous, first dimension = samples) at `rows`, as a new contiguous tensor.
+// Rows of x (contiguous, first dimension = samples) at `rows`, as a new contiguous tensor;
+// a negative row counts from the end (-1 is the last), as every index in fluxion does.
 Tensor take_rows(const Tensor& x, std::span<const int64_t> rows);
 
 // labels (any shape, integer dtype, values in [0, nclasses)) -> labels.shape + (nclasses,) f32.

@@ -12,7 +12,8 @@
 // trainables returns handles that share storage with the model, in the order every walker
 // (gradients, optimiser state, save/load) visits the leaves. Undefined leaves (a Dense without
 // bias) are skipped everywhere; integer and bool tensors are state, not parameters, so
-// trainables and parameter_count leave them out.
+// trainables and parameter_count leave them out, as they leave out FX_STATE fields (which only
+// fx::for_each_leaf and fx::for_each_state_tensor visit). fx::trainables is fx::nn::trainables.
 #pragma once
 #include <algorithm>
 #include <cstdint>
@@ -78,3 +79,7 @@ std::string summary(const M& model) {
 }
 
 }  // namespace fx::nn
+
+namespace fx {
+using nn::trainables;
+}  // namespace fx

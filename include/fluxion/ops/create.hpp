@@ -5,6 +5,7 @@
 //   auto w = fx::randn({256, 784}, gen);             // fx::Generator gen(42);
 //   auto i = fx::arange(10, fx::i64);
 #pragma once
+#include <array>
 #include <cstdint>
 #include <initializer_list>
 #include <vector>
@@ -48,6 +49,12 @@ class Generator {
   double uniform();        // [0, 1)
   double normal();         // standard normal
   uint64_t below(uint64_t n);  // uniform integer in [0, n)
+
+  // The stream's whole position (xoshiro words, then the Box-Muller spare flag and its bits), so
+  // a checkpoint can resume it: after set_state(g.state()) both draw the same numbers.
+  using State = std::array<uint64_t, 6>;
+  State state() const;
+  void set_state(const State& state);  // fx::Error for a state no generator can be in
 
  private:
   uint64_t s_[4];

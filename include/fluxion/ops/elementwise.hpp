@@ -3,6 +3,7 @@
 //   auto y = fx::tanh(x * 0.5 + 0.1);
 //   auto z = a + b;                    // (4, 1) + (3,) -> (4, 3): inputs are expanded views
 //   auto m = fx::where(x > 0, x, 0.0);
+//   auto bad = fx::isnan(fx::log(x));  // bool, true where x < 0
 //
 // Binary ops first expand both operands to the common shape (an `expand` view whose pullback
 // sums back), so the elementwise rules only ever see equal shapes. Mixed dtypes promote
@@ -54,6 +55,15 @@ Tensor lt(const Tensor& a, const Tensor& b);
 Tensor le(const Tensor& a, const Tensor& b);
 Tensor gt(const Tensor& a, const Tensor& b);
 Tensor ge(const Tensor& a, const Tensor& b);
+
+// Where values are not finite: bool tensors shaped like x, not differentiable. A complex number
+// is NaN (infinite) when either part is, finite when both are (as in NumPy and PyTorch); integer
+// and bool tensors are always finite. fx::any / fx::all (reduce.hpp) summarise them, and
+// fx::detect_anomaly (fluxion/ad/anomaly.hpp) finds the op that made them.
+//   if (fx::any(fx::isnan(loss)).item<bool>()) ...
+Tensor isnan(const Tensor& x);
+Tensor isinf(const Tensor& x);
+Tensor isfinite(const Tensor& x);
 
 // cond ? a : b elementwise; the three broadcast together.
 Tensor where(const Tensor& cond, const Tensor& a, const Tensor& b);

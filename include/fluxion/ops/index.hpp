@@ -4,7 +4,9 @@
 //   auto picked = fx::gather(logp, 1, labels_2d);      // out[i][j] = x[i][idx[i][j]]
 //   auto acc = fx::scatter_add(fx::zeros({4, 3}), 0, idx, src);
 //
-// Indices out of range throw fx::Error naming the op, the index and the shape.
+// Indices are i64 or i32, and negative ones count from the end as in Python (-1 is the last
+// element of the axis), in every backend and in the gradients. Anything outside [-n, n) on an
+// axis of size n throws fx::Error naming the op, the index, the axis size and the shape.
 #pragma once
 #include "fluxion/core/tensor.hpp"
 

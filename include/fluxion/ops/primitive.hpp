@@ -141,14 +141,25 @@ namespace detail {
 // Non-zero while any differentiation is recording on this thread (see ad/tape.hpp).
 extern thread_local int recording_depth;
 void record(const Primitive& p, std::span<const Tensor> in, Tensor& out, const Params& params);
+// True inside fx::detect_anomaly (fluxion/ad/anomaly.hpp) on this thread. constinit: read
+// directly, without the call to a thread-local initialiser an extern thread_local may need.
+extern thread_local constinit bool anomaly_checks;
+// Throws fx::Error naming p, its inputs and its output when out holds a NaN or an infinity.
+void check_forward_anomaly(const Primitive& p, std::span<const Tensor> in, const Tensor& out);
+// The same for the cotangent dy of p's output before its pullback runs (the seed, or a sum of
+// cotangents that overflowed), and for the cotangents dx[0..nin) the pullback gave.
+void check_cotangent_anomaly(const Primitive& p, const Tensor& dy);
+void check_pullback_anomaly(const Primitive& p, const Tensor* dx, size_t nin);
 }  // namespace detail
 
 // A new handle on x's storage with the given layout and no AD tags (views are built from it).
 Tensor make_view(const Tensor& x, const Shape& shape, const int64_t* strides, int64_t offset);
 
-// Applies a primitive: forward, then record when a differentiation is watching.
+// Applies a primitive: forward, then record when a differentiation is watching. Anomaly mode
+// costs one predictable branch here when it is off.
 inline Tensor bind(const Primitive& p, std::span<const Tensor> in, const Params& params = {}) {
   Tensor out = p.forward(p, in, params);
+  if (detail::anomaly_checks) [[unlikely]] detail::check_forward_anomaly(p, in, out);
   if (detail::recording_depth != 0 && p.pullback) detail::record(p, in, out, params);
   return out;
 }

@@ -16,9 +16,10 @@ namespace fx {
   /* with a number */ X(add_scalar) X(mul_scalar) X(pow_scalar)                               \
   /* binary */ X(add) X(sub) X(mul) X(div) X(pow) X(maximum) X(minimum)                      \
   /* comparisons */ X(eq) X(ne) X(lt) X(le) X(gt) X(ge)                                      \
+  /* finiteness */ X(isnan) X(isinf) X(isfinite)                                             \
   /* selection and conversion */ X(where) X(astype) X(copy)                                  \
   /* reductions */ X(sum) X(max) X(min) X(argmax) X(argmin) X(logsumexp) X(sum_squares)        \
-  X(logitcrossentropy)                                                                        \
+  X(logitcrossentropy) X(any) X(all)                                                          \
   /* views and their adjoints */ X(reshape) X(permute) X(slice) X(pad_slice) X(slice_set) X(expand)       \
   X(concat)                                                                                   \
   /* linear algebra */ X(matmul) X(linear)                                                   \

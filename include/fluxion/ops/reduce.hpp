@@ -5,6 +5,7 @@
 //   fx::max(x, {-1}, /*keepdim=*/true);   // (N, F) -> (N, 1)
 //   fx::argmax(x, -1);                    // (N, F) -> (N,) i64
 //   fx::sum_squares(x, {-1});             // (N, F) -> (N,): sum(square(x), -1) in one pass
+//   fx::all(fx::isfinite(x), {1});        // (N, F) -> (N,) bool: rows without NaN or Inf
 #pragma once
 #include <cstdint>
 #include <initializer_list>
@@ -35,6 +36,10 @@ Tensor logsumexp(const Tensor& x, Axes axes = {}, bool keepdim = false);
 // The sum of x^2 over axes (real floating x): fx::sum(fx::square(x), axes) without the squared
 // temporary, which costs a write and a read as large as x.
 Tensor sum_squares(const Tensor& x, Axes axes = {}, bool keepdim = false);
+// Whether any / every element over axes is true (non-zero for numbers; NaN counts as true):
+// bool results, not differentiable. Over no elements any is false and all is true.
+Tensor any(const Tensor& x, Axes axes = {}, bool keepdim = false);
+Tensor all(const Tensor& x, Axes axes = {}, bool keepdim = false);
 Tensor argmax(const Tensor& x, int64_t axis, bool keepdim = false);
 Tensor argmin(const Tensor& x, int64_t axis, bool keepdim = false);
 // Sums x down to `shape` (the inverse of broadcasting x from `shape`).

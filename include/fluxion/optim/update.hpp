@@ -6,7 +6,7 @@
 //   auto [loss, grad] = fx::withgradient(
 //       [&](const auto& m) { return fx::logitcrossentropy(m(x), y); }, model);
 //   fx::optim::update(opt, model, grad);      // grad has the model's structure
-//   opt.rule.lr = 1e-4;                        // the rule is plain data: adjust it any time
+//   fx::optim::adjust(opt, 1e-4);             // new learning rate (fluxion/optim/adjust.hpp)
 //
 // A rule is any copyable type R with
 //   S    init(const fx::Tensor& param) const;                                 // state for one leaf
@@ -28,11 +28,12 @@
 // write) may say so with `static constexpr bool loops_only = true;`, as the built-in rules do:
 // update then gathers every leaf's loop and runs them all in one parallel region.
 //
-// State is kept per trainable leaf (defined floating tensors) in the order fx::for_each_tensor
-// visits them; a state type that declares FX_FIELDS is walked like a model (save/load). Before
-// anything is written, update checks that the model still has the leaves and shapes it had at
-// setup and that each gradient leaf matches its parameter, so a mismatch throws fx::Error and
-// leaves the model untouched. An undefined gradient leaf means "no gradient": that leaf and its
+// State is kept per trainable leaf (defined floating tensors: FX_STATE fields and integer tensors
+// are not trainable) in the order fx::for_each_tensor visits them; a state type that declares
+// FX_FIELDS is walked like a model (save/load). Frozen leaves (fx::optim::freeze) are skipped.
+// Before anything is written, update checks that the model still has the leaves and shapes it
+// had at setup and that each gradient leaf matches its parameter, so a mismatch throws fx::Error
+// and leaves the model untouched. An undefined gradient leaf means "no gradient": that leaf and its
 // state are left alone (a zero gradient, by contrast, still decays Momentum and Adam state).
 #pragma once
 #include <concepts>
@@ -42,6 +43,7 @@
 #include <vector>
 
 #include "fluxion/core/fields.hpp"
+#include "fluxion/core/leaves.hpp"
 #include "fluxion/nn/functors.hpp"
 #include "fluxion/optim/elementwise.hpp"
 
@@ -57,37 +59,37 @@ concept Rule = std::copy_constructible<R> &&
                  r.apply(s, p, g);
                };
 
+// The optimiser state of a model: for each trainable leaf, in the order fx::for_each_tensor
+// visits them, its rule's state, its own copy of the rule (fx::optim::adjust may change one
+// subtree's), its dotted path in the model (what freeze/thaw/adjust select by), its shape at
+// setup and whether it is frozen.
 template <Rule R>
 struct OptimiserState {
-  R rule;
-  std::vector<rule_state_t<R>> leaves;  // one per trainable leaf, in traversal order
-  std::vector<Shape> shapes;            // each leaf's shape at setup, to catch a changed model
+  std::vector<rule_state_t<R>> leaves;
+  std::vector<R> rules;
+  std::vector<std::string> paths;
+  std::vector<Shape> shapes;  // to catch a model that changed since setup
+  std::vector<bool> frozen;
   FX_FIELDS(leaves)
 };
 
 template <Rule R, class M>
 OptimiserState<R> setup(const R& rule, const M& model) {
-  OptimiserState<R> s{rule, {}, {}};
-  for_each_tensor(model, [&](const Tensor& p) {
+  // A struct without FX_FIELDS would get no state, and update would never train it.
+  require_traversable<M, "fx::optim::setup">();
+  OptimiserState<R> s;
+  for_each_named_tensor(model, [&](const std::string& path, const Tensor& p) {
     if (!nn::is_trainable(p)) return;
     s.leaves.push_back(rule.init(p));
+    s.rules.push_back(rule);
+    s.paths.push_back(path.empty() ? std::string("(tensor)") : path);
     s.shapes.push_back(p.shape());
+    s.frozen.push_back(false);
   });
   return s;
 }
 
 namespace detail {
-
-// The dotted path of the k-th trainable leaf; only built for error messages.
-template <class M>
-std::string trainable_name(const M& model, size_t k) {
-  std::string found;
-  size_t i = 0;
-  for_each_named_tensor(model, [&](const std::string& name, const Tensor& t) {
-    if (nn::is_trainable(t) && i++ == k) found = name;
-  });
-  return found.empty() ? std::string("#").append(std::to_string(k)) : found;
-}
 
 template <class R, class M, class G>
 void check_structure(const OptimiserState<R>& s, const M& model, const G& grad) {
@@ -101,11 +103,10 @@ void check_structure(const OptimiserState<R>& s, const M& model, const G& grad) 
     if (!nn::is_trainable(p)) return;  // integer state: its gradient is a zero, never applied
     FX_CHECK(k < s.shapes.size(), "fx::optim::update: the model has more trainable leaves than ",
              "the ", s.shapes.size(), " it had at setup");
-    FX_CHECK(p.shape() == s.shapes[k], "fx::optim::update: parameter ",
-             trainable_name(model, k), " is ", p.shape(), " but was ", s.shapes[k],
-             " at setup");
+    FX_CHECK(p.shape() == s.shapes[k], "fx::optim::update: parameter ", s.paths[k], " is ",
+             p.shape(), " but was ", s.shapes[k], " at setup");
     FX_CHECK(!g.defined() || g.shape() == p.shape(), "fx::optim::update: gradient ", g.shape(),
-             " does not match parameter ", trainable_name(model, k), " ", p.shape());
+             " does not match parameter ", s.paths[k], " ", p.shape());
     ++k;
   }, model, grad);
   FX_CHECK(k == s.shapes.size(), "fx::optim::update: the model has ", k,
@@ -126,6 +127,7 @@ void check_structure(const OptimiserState<R>& s, const M& model, const G& grad) 
 // other order).
 template <class R, class M, class G>
 void update(OptimiserState<R>& s, M& model, const G& grad) {
+  require_traversable<M, "fx::optim::update">();
   detail::check_structure(s, std::as_const(model), grad);
   std::vector<std::pair<Tensor*, const Tensor*>> leaves;
   leaves.reserve(s.leaves.size());
@@ -134,8 +136,8 @@ void update(OptimiserState<R>& s, M& model, const G& grad) {
   }, model, grad);
   auto apply_all = [&] {
     for (size_t k = leaves.size(); k-- > 0;)
-      if (leaves[k].second->defined())
-        s.rule.apply(s.leaves[k], *leaves[k].first, *leaves[k].second);
+      if (leaves[k].second->defined() && !s.frozen[k])
+        s.rules[k].apply(s.leaves[k], *leaves[k].first, *leaves[k].second);
   };
   if constexpr (requires { requires R::loops_only; }) {
     detail::LoopBatch batch;  // every leaf's loop in one parallel region

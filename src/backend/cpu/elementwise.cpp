@@ -196,6 +196,13 @@ bool compare(const KernelCall& c) {
                                 [&]<class T>() { map2<bool, T>(c.out, c.in[0], c.in[1], F{}); });
 }
 
+// x -> bool for every dtype, complex and bool included (the finiteness tests).
+template <class F>
+bool predicate(const KernelCall& c) {
+  visit_dtype_all(c.in[0].dtype(), [&]<class T>() { map1<bool, T>(c.out, c.in[0], F{}); });
+  return true;
+}
+
 bool where(const KernelCall& c) {
   const Tensor &m = c.in[0], &a = c.in[1], &b = c.in[2];
   return numeric<math::Add>(a.dtype(), [&]<class T>() {
@@ -261,6 +268,9 @@ void register_elementwise() {
   register_kernel(le_p, dev, r, compare<math::Le>);
   register_kernel(gt_p, dev, r, compare<math::Gt>);
   register_kernel(ge_p, dev, r, compare<math::Ge>);
+  register_kernel(isnan_p, dev, r, predicate<math::IsNan>);
+  register_kernel(isinf_p, dev, r, predicate<math::IsInf>);
+  register_kernel(isfinite_p, dev, r, predicate<math::IsFinite>);
   register_kernel(where_p, dev, r, where);
   register_kernel(astype_p, dev, r, convert);
   register_kernel(copy_p, dev, r, convert);

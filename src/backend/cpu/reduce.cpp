@@ -1,8 +1,9 @@
-// Tuned CPU sum (and sum_squares: the same loops on squared terms), max and min over one run of
-// adjacent axes of a contiguous input, and logsumexp. Anything else declines to the reference
-// backend. Products are in matmul.cpp.
+// Tuned CPU sum (and sum_squares: the same loops on squared terms), max, min, any and all over
+// one run of adjacent axes of a contiguous input, and logsumexp. Anything else declines to the
+// reference backend. Products are in matmul.cpp.
 
 #include <algorithm>
+#include <atomic>
 #include <cmath>
 #include <complex>
 #include <cstring>
@@ -211,6 +212,54 @@ bool extremum(const KernelCall& c) {
   };
   if (x.dtype() == f32) run.template operator()<float>();
   else run.template operator()<double>();
+  return true;
+}
+
+// any (Any) or all over one run of adjacent axes of a contiguous input, any dtype; an element
+// counts as true when non-zero. The deciding elements (non-zero ones for any, zeros for all) are
+// counted rather than branched on, so the loops vectorise.
+template <bool Any>
+bool any_all(const KernelCall& c) {
+  SplitReduction r;
+  if (!split_reduction(c, r)) return false;
+  const int64_t outer = r.outer, red = r.reduced, inner = r.inner;
+  auto run = [&]<class T>() {
+    const T* xp = c.in[0].data<T>();
+    bool* op = c.out.data<bool>();
+    auto deciding = [](const T* p, int64_t n) {
+      int64_t k = 0;
+      for (int64_t j = 0; j < n; ++j) k += (p[j] != T(0)) == Any;
+      return k;
+    };
+    const int threads = team_for(outer * red * inner);
+    if (inner == 1 && outer < threads) {  // a few long runs (a whole-tensor test): split each
+      for (int64_t o = 0; o < outer; ++o) {
+        std::atomic<int64_t> count{0};
+        split_range(red, threads, [&](int64_t lo, int64_t hi) {
+          count.fetch_add(deciding(xp + o * red + lo, hi - lo), std::memory_order_relaxed);
+        });
+        op[o] = (count.load() > 0) == Any;
+      }
+      return;
+    }
+    split_range(outer, threads, [&](int64_t o0, int64_t o1) {
+      for (int64_t o = o0; o < o1; ++o) {
+        const T* block = xp + o * red * inner;
+        if (inner == 1) {
+          op[o] = (deciding(block, red) > 0) == Any;
+          continue;
+        }
+        bool* out = op + o * inner;
+        for (int64_t j = 0; j < inner; ++j) out[j] = !Any;
+        for (int64_t row = 0; row < red; ++row) {
+          const T* p = block + row * inner;
+          for (int64_t j = 0; j < inner; ++j)
+            out[j] = Any ? (out[j] || p[j] != T(0)) : (out[j] && p[j] != T(0));
+        }
+      }
+    });
+  };
+  visit_dtype_all(c.in[0].dtype(), run);
   return true;
 }
 
@@ -482,6 +531,8 @@ void register_reduce() {
   register_kernel(logsumexp_backward_p, Device::cpu, kCpuRank, logsumexp_backward);
   register_kernel(logitcrossentropy_p, Device::cpu, kCpuRank, logitcrossentropy);
   register_kernel(logitcrossentropy_backward_p, Device::cpu, kCpuRank, logitcrossentropy_backward);
+  register_kernel(any_p, Device::cpu, kCpuRank, any_all<true>);
+  register_kernel(all_p, Device::cpu, kCpuRank, any_all<false>);
 }
 
 void register_elementwise();

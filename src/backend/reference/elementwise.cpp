@@ -89,6 +89,18 @@ bool compare(const KernelCall& c) {
   return true;
 }
 
+// x -> bool for every dtype, complex and bool included (the finiteness tests).
+template <class F>
+bool predicate(const KernelCall& c) {
+  const Tensor& x = c.in[0];
+  visit_dtype_all(x.dtype(), [&]<class T>() {
+    const T* xp = x.data<T>();
+    bool* op = c.out.data<bool>();
+    for (int64_t i = 0, n = x.numel(); i < n; ++i) op[i] = F{}(xp[offset_of(i, x)]);
+  });
+  return true;
+}
+
 bool where(const KernelCall& c) {
   const Tensor &m = c.in[0], &a = c.in[1], &b = c.in[2];
   visit_dtype_all(a.dtype(), [&]<class T>() {
@@ -156,6 +168,9 @@ void register_reference_elementwise() {
   register_kernel(le_p, cpu, r, compare<math::Le>);
   register_kernel(gt_p, cpu, r, compare<math::Gt>);
   register_kernel(ge_p, cpu, r, compare<math::Ge>);
+  register_kernel(isnan_p, cpu, r, predicate<math::IsNan>);
+  register_kernel(isinf_p, cpu, r, predicate<math::IsInf>);
+  register_kernel(isfinite_p, cpu, r, predicate<math::IsFinite>);
   register_kernel(where_p, cpu, r, where);
   register_kernel(astype_p, cpu, r, convert);
   register_kernel(copy_p, cpu, r, convert);

@@ -208,6 +208,27 @@ bool logitcrossentropy_backward(const KernelCall& c) {
   return true;
 }
 
+// any (Any) or all over the reduced axes, of any dtype: an element counts as true when non-zero.
+template <bool Any>
+bool any_all(const KernelCall& c) {
+  const Tensor& x = c.in[0];
+  ReduceLayout L(x, uint64_t(c.params.i[0]));
+  visit_dtype_all(x.dtype(), [&]<class T>() {
+    const T* xp = x.data<T>();
+    bool* op = c.out.data<bool>();
+    for (int64_t o = 0, nout = L.kept.numel(); o < nout; ++o) {
+      const int64_t base = ReduceLayout::off(o, L.kept, L.kept_stride);
+      bool acc = !Any;
+      for (int64_t r = 0, nred = L.reduced.numel(); r < nred; ++r) {
+        const bool nonzero = xp[base + ReduceLayout::off(r, L.reduced, L.red_stride)] != T(0);
+        acc = Any ? acc || nonzero : acc && nonzero;
+      }
+      op[o] = acc;
+    }
+  });
+  return true;
+}
+
 template <bool Max>
 bool arg_reduce(const KernelCall& c) {
   const Tensor& x = c.in[0];
@@ -248,6 +269,8 @@ void register_reference_reduce() {
   register_kernel(logsumexp_backward_p, cpu, r, logsumexp_backward);
   register_kernel(logitcrossentropy_p, cpu, r, logitcrossentropy);
   register_kernel(logitcrossentropy_backward_p, cpu, r, logitcrossentropy_backward);
+  register_kernel(any_p, cpu, r, any_all<true>);
+  register_kernel(all_p, cpu, r, any_all<false>);
   register_kernel(argmax_p, cpu, r, arg_reduce<true>);
   register_kernel(argmin_p, cpu, r, arg_reduce<false>);
 }

@@ -1,0 +1,66 @@
+// Rules by name, for command lines and configuration files: the name is the rule's type name in
+// lower case ("adam", "adamw", "rmsprop", ...), the rule has its documented defaults.
+//
+//   fx::optim::with_rule_named("nadam", [&](auto rule) {   // rule: an fx::optim::NAdam{}
+//     rule.lr = 3e-4;
+//     auto opt = fx::optim::setup(rule, model);
+//     fx::optim::update(opt, model, grad);
+//   });
+//   std::string names = fx::optim::rule_names();           // "descent, momentum, ..., lion"
+//
+// The state type of an optimiser depends on its rule, so code that picks a rule at run time
+// runs inside the callback, instantiated once per rule. An unknown name throws fx::Error
+// listing the known ones.
+#pragma once
+#include <string>
+#include <string_view>
+#include <tuple>
+#include <type_traits>
+
+#include "fluxion/core/error.hpp"
+#include "fluxion/optim/rules.hpp"
+
+namespace fx::optim {
+
+namespace detail {
+template <class R>
+struct NamedRule {
+  using type = R;
+  std::string_view name;
+};
+// Every parameter-writing rule of fluxion/optim/rules.hpp (the gradient transforms are chained
+// in code, not named alone).
+inline constexpr std::tuple kNamedRules{
+    NamedRule<Descent>{"descent"},   NamedRule<Momentum>{"momentum"},
+    NamedRule<Nesterov>{"nesterov"}, NamedRule<RMSProp>{"rmsprop"},
+    NamedRule<Rprop>{"rprop"},       NamedRule<Adam>{"adam"},
+    NamedRule<RAdam>{"radam"},       NamedRule<AdaMax>{"adamax"},
+    NamedRule<OAdam>{"oadam"},       NamedRule<AdaGrad>{"adagrad"},
+    NamedRule<AdaDelta>{"adadelta"}, NamedRule<AMSGrad>{"amsgrad"},
+    NamedRule<NAdam>{"nadam"},       NamedRule<AdamW>{"adamw"},
+    NamedRule<AdaBelief>{"adabelief"}, NamedRule<Lion>{"lion"}};
+}  // namespace detail
+
+// The known names, comma-separated, in the order of fluxion/optim/rules.hpp.
+inline std::string rule_names() {
+  std::string out;
+  std::apply([&](const auto&... r) { ((out += (out.empty() ? "" : ", ") + std::string(r.name)), ...); },
+             detail::kNamedRules);
+  return out;
+}
+
+// Calls fn with the default-constructed rule called `name`.
+template <class Fn>
+void with_rule_named(std::string_view name, Fn&& fn) {
+  const bool found = std::apply(
+      [&](const auto&... r) {
+        return ((r.name == name &&
+                 (fn(typename std::remove_cvref_t<decltype(r)>::type{}), true)) || ...);
+      },
+      detail::kNamedRules);
+  if (!found)
+    fx::detail::fail("fx::optim::with_rule_named: unknown rule '", name, "' (the rules are ",
+                     rule_names(), ")");
+}
+
+}  // namespace fx::optim

@@ -1,0 +1,199 @@
+// Linear systems and determinants on LU (getrf/gesv) and triangular solves (trtrs): the
+// primitives solve, triangular_solve and logabsdet, and inv, det, slogdet, logdet built on them.
+#include <cmath>
+#include <limits>
+#include <vector>
+
+#include "fluxion/ops/create.hpp"
+#include "fluxion/ops/elementwise.hpp"
+#include "fluxion/ops/linalg.hpp"
+#include "fluxion/ops/linalg_lapack.hpp"
+#include "fluxion/ops/reduce.hpp"
+#include "fluxion/ops/view.hpp"
+#include "ops/lapack.hpp"
+#include "ops/linalg_util.hpp"
+
+namespace fx::linalg {
+
+using detail::add_defined;
+using detail::batch_count;
+using detail::lapack_copy;
+using detail::mT;
+
+namespace {
+
+// params.i[1] of solve: which public function is asking, for the messages.
+const char* solve_name(const Params& p) { return p.i[1] ? "inv" : "solve"; }
+
+template <class T>
+void gesv_batch(Tensor& a, Tensor& x, const Shape& shape, const char* op) {
+  const int64_t n = a.shape()[a.ndim() - 1], k = x.shape()[x.ndim() - 1];
+  if (n == 0 || k == 0) return;
+  std::vector<lapack::I> piv(static_cast<size_t>(n));
+  T *pa = a.data<T>(), *px = x.data<T>();
+  for (int64_t m = 0, count = batch_count(a); m < count; ++m) {
+    const lapack::I info = lapack::gesv(n, k, pa + m * n * n, piv.data(), px + m * n * k);
+    FX_CHECK(info <= 0, "fx::linalg::", op, ": ", shape, ": matrix ", m,
+             " is singular (pivot ", info - 1, " of its LU factors is exactly zero)");
+    FX_CHECK(info == 0, "fx::linalg::", op, ": LAPACK gesv rejected argument ", -info);
+  }
+}
+
+template <class T>
+void trtrs_batch(const Tensor& a, Tensor& x, bool upper, const Shape& shape) {
+  const int64_t n = a.shape()[a.ndim() - 1], k = x.shape()[x.ndim() - 1];
+  if (n == 0 || k == 0) return;
+  const T* pa = a.data<T>();
+  T* px = x.data<T>();
+  for (int64_t m = 0, count = batch_count(a); m < count; ++m) {
+    const lapack::I info = lapack::trtrs(upper ? 'U' : 'L', n, k, pa + m * n * n, px + m * n * k);
+    FX_CHECK(info <= 0, "fx::linalg::triangular_solve: ", shape, ": matrix ", m,
+             " is singular (diagonal entry ", info - 1, " is zero)");
+    FX_CHECK(info == 0, "fx::linalg::triangular_solve: LAPACK trtrs rejected argument ", -info);
+  }
+}
+
+// sign(det) and log|det| of each matrix from its LU factors (a is overwritten).
+template <class T>
+void lu_slogdet(Tensor& a, Tensor& sign, Tensor& logabs) {
+  const int64_t n = a.shape()[a.ndim() - 1];
+  std::vector<lapack::I> piv(static_cast<size_t>(n));
+  T* pa = a.data<T>();
+  T *ps = sign.data<T>(), *pl = logabs.data<T>();
+  for (int64_t m = 0, count = sign.numel(); m < count; ++m) {
+    T* lu = pa + m * n * n;
+    const lapack::I info = n ? lapack::getrf(n, lu, piv.data()) : 0;
+    FX_CHECK(info >= 0, "fx::linalg::slogdet: LAPACK getrf rejected argument ", -info);
+    double s = 1, l = 0;
+    for (int64_t i = 0; i < n; ++i) {
+      const double u = double(lu[i * n + i]);
+      if (piv[size_t(i)] != i + 1) s = -s;  // a row interchange
+      if (u < 0) s = -s;
+      l += std::log(std::abs(u));
+    }
+    ps[m] = T(info > 0 ? 0 : s);
+    pl[m] = T(info > 0 ? -std::numeric_limits<double>::infinity() : l);
+  }
+}
+
+}  // namespace
+
+// x = a^-1 b for a (..., n, n), b (..., n, k) of one batch shape.
+Primitive solve_p{
+    .name = "linalg_solve",
+    .forward = [](const Primitive&, std::span<const Tensor> in, const Params& pr) {
+      Tensor a = lapack_copy(in[0]), x = lapack_copy(in[1]);
+      if (a.dtype() == f64) gesv_batch<double>(a, x, in[0].shape(), solve_name(pr));
+      else gesv_batch<float>(a, x, in[0].shape(), solve_name(pr));
+      return x;
+    },
+    .saves = saves::input(0) | saves::output,
+    .pullback = [](const PullbackArgs& a, const Tensor& dy, Tensor* dx) {
+      Tensor g = bind(solve_p, {mT(a.input(0)), dy});  // A^-T dX
+      if (a.wants(0)) dx[0] = -matmul(g, mT(a.output()));
+      if (a.wants(1)) dx[1] = g;
+    },
+    .jvp = [](const JvpArgs& a, const Tensor* dx) {
+      Tensor rhs = add_defined(dx[1], dx[0].defined() ? -matmul(dx[0], a.output()) : Tensor());
+      return rhs.defined() ? bind(solve_p, {a.input(0), rhs}) : Tensor();
+    }};
+
+// params.i[0]: upper (else lower). The other triangle of a is never read, so the derivatives
+// with respect to a are masked to the triangle.
+Primitive triangular_solve_p{
+    .name = "linalg_triangular_solve",
+    .forward = [](const Primitive&, std::span<const Tensor> in, const Params& pr) {
+      Tensor a = lapack_copy(in[0]), x = lapack_copy(in[1]);
+      if (a.dtype() == f64) trtrs_batch<double>(a, x, pr.i[0], in[0].shape());
+      else trtrs_batch<float>(a, x, pr.i[0], in[0].shape());
+      return x;
+    },
+    .saves = saves::input(0) | saves::output,
+    .pullback = [](const PullbackArgs& a, const Tensor& dy, Tensor* dx) {
+      const bool upper = a.params().i[0];
+      Params flipped = a.params();
+      flipped.i[0] = !upper;
+      Tensor g = bind(triangular_solve_p, {mT(a.input(0)), dy}, flipped);
+      if (a.wants(0)) {
+        Tensor ga = -matmul(g, mT(a.output()));
+        dx[0] = upper ? detail::triu(ga) : detail::tril(ga);
+      }
+      if (a.wants(1)) dx[1] = g;
+    },
+    .jvp = [](const JvpArgs& a, const Tensor* dx) {
+      const bool upper = a.params().i[0];
+      Tensor da = !dx[0].defined() ? Tensor() : upper ? detail::triu(dx[0]) : detail::tril(dx[0]);
+      Tensor rhs = add_defined(dx[1], da.defined() ? -matmul(da, a.output()) : Tensor());
+      return rhs.defined() ? bind(triangular_solve_p, {a.input(0), rhs}, a.params()) : Tensor();
+    }};
+
+// log|det a| for a (..., n, n) -> (...).
+Primitive logabsdet_p{
+    .name = "linalg_logabsdet",
+    .forward = [](const Primitive&, std::span<const Tensor> in, const Params&) {
+      const Shape batch = detail::leading(in[0].shape(), 2);
+      Tensor a = lapack_copy(in[0]);
+      Tensor sign = Tensor::empty(batch, a.dtype()), logabs = Tensor::empty(batch, a.dtype());
+      if (a.dtype() == f64) lu_slogdet<double>(a, sign, logabs);
+      else lu_slogdet<float>(a, sign, logabs);
+      return logabs;
+    },
+    .saves = saves::input(0),
+    .pullback = [](const PullbackArgs& a, const Tensor& dy, Tensor* dx) {
+      // d log|det A| = tr(A^-1 dA), so the cotangent is dy A^-T.
+      dx[0] = unsqueeze(unsqueeze(dy, -1), -1) * mT(inv(a.input(0)));
+    },
+    .jvp = [](const JvpArgs& a, const Tensor* dx) { return trace(solve(a.input(0), dx[0])); }};
+
+Tensor solve(const Tensor& a0, const Tensor& b0) {
+  detail::check_matrix(a0, "solve", true);
+  Tensor a = a0, b = b0;
+  bool vector = false;
+  detail::broadcast_batch(a, b, "solve", vector);
+  Tensor x = bind(solve_p, {a, b});
+  return vector ? squeeze(x, -1) : x;
+}
+
+Tensor triangular_solve(const Tensor& a0, const Tensor& b0, bool upper) {
+  detail::check_matrix(a0, "triangular_solve", true);
+  Tensor a = a0, b = b0;
+  bool vector = false;
+  detail::broadcast_batch(a, b, "triangular_solve", vector);
+  Params p;
+  p.i[0] = upper;
+  Tensor x = bind(triangular_solve_p, {a, b}, p);
+  return vector ? squeeze(x, -1) : x;
+}
+
+Tensor inv(const Tensor& a) {
+  detail::check_matrix(a, "inv", true);
+  Tensor id = expand(eye(a.shape()[a.ndim() - 1], a.dtype()), a.shape());
+  Params p;
+  p.i[1] = 1;
+  return bind(solve_p, {a, id}, p);
+}
+
+std::tuple<Tensor, Tensor> slogdet(const Tensor& a) {
+  detail::check_matrix(a, "slogdet", true);
+  const Shape batch = detail::leading(a.shape(), 2);
+  Tensor lu = lapack_copy(a);
+  Tensor sign = Tensor::empty(batch, a.dtype()), unused = Tensor::empty(batch, a.dtype());
+  if (a.dtype() == f64) lu_slogdet<double>(lu, sign, unused);
+  else lu_slogdet<float>(lu, sign, unused);
+  return {sign, bind(logabsdet_p, {a})};
+}
+
+Tensor det(const Tensor& a) {
+  detail::check_matrix(a, "det", true);
+  auto [sign, logabs] = slogdet(a);
+  return sign * exp(logabs);
+}
+
+Tensor logdet(const Tensor& a) {
+  detail::check_matrix(a, "logdet", true);
+  auto [sign, logabs] = slogdet(a);
+  // log of a negative determinant is NaN, as torch.logdet.
+  return where(sign < 0.0, std::numeric_limits<double>::quiet_NaN(), logabs);
+}
+
+}  // namespace fx::linalg

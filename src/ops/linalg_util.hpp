@@ -1,0 +1,50 @@
+// Shared pieces of fx::linalg (src/ops/linalg_*.cpp): argument checks, the dense copies LAPACK
+// works on, and the masks and transposes the derivative rules are written with.
+#pragma once
+#include <cstdint>
+#include <vector>
+
+#include "fluxion/core/tensor.hpp"
+#include "fluxion/ops/primitive.hpp"
+
+namespace fx::linalg::detail {
+
+// Throws unless a is an f32/f64 tensor with at least two axes (square ones if `square`).
+void check_matrix(const Tensor& a, const char* op, bool square);
+// Broadcasts the batch axes of a (..., r, c) and b (..., p, q) against each other; b may be a
+// batch of vectors (one axis fewer than a). Returns b as matrices; `vector` says it was one.
+void broadcast_batch(Tensor& a, Tensor& b, const char* op, bool& vector);
+
+// A handle on x's values that no differentiation tracks: what a primitive's forward computes on
+// (ops applied to it record nothing).
+Tensor untracked(const Tensor& x);
+// A dense copy of x that no differentiation tracks: the buffer a LAPACK call overwrites.
+inline Tensor lapack_copy(const Tensor& x) { return untracked(x).clone(); }
+// The axes of x before its last `drop` ones.
+Shape leading(const Shape& s, int drop);
+// The number of matrices in a (..., r, c) tensor.
+inline int64_t batch_count(const Tensor& x) {
+  const int64_t rc = x.shape()[x.ndim() - 2] * x.shape()[x.ndim() - 1];
+  return rc == 0 ? 0 : x.numel() / rc;
+}
+// The shape of x with its last two axes replaced by (r, c).
+Shape with_matrix(const Shape& s, int64_t r, int64_t c);
+
+// Primitives with several results (qr, eigh, svd) return them flat, one after another, on the
+// last axis: unpack views the (rows, cols) matrices stored at [start, start + rows cols) of it,
+// and flat is the inverse, (..., r, c) -> (..., r c).
+Tensor unpack(const Tensor& packed, int64_t start, int64_t rows, int64_t cols);
+Tensor flat(const Tensor& x);
+
+Tensor mT(const Tensor& x);                   // transpose of the last two axes
+Tensor sym(const Tensor& x);                  // (x + x^T) / 2
+Tensor tril(const Tensor& x, int64_t k = 0);  // zero above diagonal k
+Tensor triu(const Tensor& x, int64_t k = 0);  // zero below diagonal k
+// 1 / x, and 0 where x == 0.
+Tensor safe_reciprocal(const Tensor& x);
+// F_ij = 1 / (w_j - w_i) for w (..., n) -> (..., n, n); 0 where w_i == w_j (and on the diagonal).
+Tensor inverse_gaps(const Tensor& w);
+// u + v where either may be undefined (a zero tangent).
+Tensor add_defined(const Tensor& u, const Tensor& v);
+
+}  // namespace fx::linalg::detail
