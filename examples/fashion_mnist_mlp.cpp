@@ -20,7 +20,6 @@
 #include <functional>
 #include <iostream>
 #include <numeric>
-#include <optional>
 #include <string>
 #include <vector>
 
@@ -96,7 +95,11 @@ Args parse(int argc, char** argv) {
   cli.parse_or_exit(argc, argv);
   // Names are checked here, before any data is read, as the parser checks numbers.
   try {
-    fx::optim::with_rule_named(a.opt, [](auto) {});
+    fx::optim::with_rule_named(a.opt, [&](auto rule) {
+      if constexpr (!requires { rule.lr; })
+        if (a.lr > 0 || a.schedule != "constant")
+          usage_error("--opt " + a.opt + " has no learning rate to set or schedule");
+    });
   } catch (const fx::Error&) {
     usage_error("--opt: unknown rule '" + a.opt + "' (" + fx::optim::rule_names() + ")");
   }
@@ -125,9 +128,8 @@ double train_model(const Args& args, Model& model, Opt& opt, const fx::data::Dat
                               {.batch = 128, .shuffle = true, .seed = args.seed});
   std::function<double(int64_t)> schedule;
   if (args.schedule != "constant") {
-    std::optional<double> lr = fx::train::learning_rate(opt);
-    if (!lr) usage_error("--opt " + args.opt + " has no learning rate to schedule");
-    schedule = schedule_named(args.schedule, *lr, loader.size(), args.epochs);
+    const double lr = *fx::train::learning_rate(opt);  // parse() made sure there is one
+    schedule = schedule_named(args.schedule, lr, loader.size(), args.epochs);
   }
   double acc = fx::train::accuracy(model, test.images, test.labels);
   auto evaluate = fx::train::evaluate([&] {
@@ -185,8 +187,7 @@ int main(int argc, char** argv) {
   try {
     fx::optim::with_rule_named(args.opt, [&](auto rule) {
       auto opt = fx::optim::setup(rule, model);
-      if (args.lr > 0 && !fx::train::set_learning_rate(opt, args.lr))
-        usage_error("--opt " + args.opt + " has no learning rate to set");
+      if (args.lr > 0) fx::train::set_learning_rate(opt, args.lr);
       acc = train_model(args, model, opt, train, test);
     });
   } catch (const fx::Error& e) {
