@@ -21,7 +21,7 @@ cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=Release -DFLUXION_TESTS=ON -DFLU
 cmake --build build -j "$jobs"
 
 # ctest runs tests side by side, each with an OpenMP team: workers that sleep at joins instead of
-# spinning keep two teams on two cores from stalling each other (README, "Threads and BLAS").
+# spinning keep two teams on two cores from stalling each other (docs/performance.md, "Threads and BLAS").
 export OMP_WAIT_POLICY="${OMP_WAIT_POLICY:-passive}"
 
 echo "== tests (Release)"
