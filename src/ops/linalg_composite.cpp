@@ -15,7 +15,7 @@
 
 namespace fx::linalg {
 
-using detail::mT;
+using detail::mH;
 
 Tensor eye(int64_t n, DType dtype) {
   FX_CHECK(n >= 0, "fx::linalg::eye: negative size ", n);
@@ -47,12 +47,12 @@ Tensor lstsq(const Tensor& a0, const Tensor& b0) {
   detail::broadcast_batch(a, b, "lstsq", vector);
   const int64_t m = a.shape()[a.ndim() - 2], n = a.shape()[a.ndim() - 1];
   Tensor x;
-  if (m >= n) {  // a = q r: x = r^-1 q^T b
+  if (m >= n) {  // a = q r: x = r^-1 q^H b
     auto [q, r] = qr(a);
-    x = triangular_solve(r, matmul(mT(q), b), true);
-  } else {  // a^T = q r, a = r^T q^T: the minimum-norm solution is q r^-T b
-    auto [q, r] = qr(mT(a));
-    x = matmul(q, triangular_solve(mT(r), b, false));
+    x = triangular_solve(r, matmul(mH(q), b), true);
+  } else {  // a^H = q r, a = r^H q^H: the minimum-norm solution is q r^-H b
+    auto [q, r] = qr(mH(a));
+    x = matmul(q, triangular_solve(mH(r), b, false));
   }
   return vector ? squeeze(x, -1) : x;
 }
@@ -61,7 +61,7 @@ Tensor pinv(const Tensor& a, double rtol) {
   detail::check_matrix(a, "pinv", false);
   const int64_t m = a.shape()[a.ndim() - 2], n = a.shape()[a.ndim() - 1];
   if (rtol < 0) {
-    const double eps = a.dtype() == f64 ? std::numeric_limits<double>::epsilon()
+    const double eps = real_dtype(a.dtype()) == f64 ? std::numeric_limits<double>::epsilon()
                                         : double(std::numeric_limits<float>::epsilon());
     rtol = double(std::max(m, n)) * eps;
   }
@@ -69,7 +69,7 @@ Tensor pinv(const Tensor& a, double rtol) {
   if (s.shape()[s.ndim() - 1] == 0) return zeros(detail::with_matrix(a.shape(), n, m), a.dtype());
   Tensor kept = s > max(s, {-1}, true) * rtol;
   Tensor sinv = where(kept, reciprocal(where(kept, s, 1.0)), 0.0);
-  return matmul(mT(vh) * unsqueeze(sinv, -2), mT(u));
+  return matmul(mH(vh) * unsqueeze(sinv, -2), mH(u));
 }
 
 Tensor matrix_exp(const Tensor& a) {

@@ -1,6 +1,8 @@
 // Cholesky (potrf) and reduced QR (geqrf + orgqr) as primitives with their pullbacks and
 // pushforwards. Rules: Murray, "Differentiation of the Cholesky decomposition" (2016); Walter &
 // Lehmann, "Algorithmic differentiation of linear algebra functions" (2018), as in JAX/PyTorch.
+// On complex matrices the same rules hold with conjugate transposes (sym is the Hermitian part);
+// the one change is the diagonal of dR R^-1 in qr, real because geqrf's R has a real diagonal.
 #include <algorithm>
 #include <vector>
 
@@ -18,6 +20,7 @@ using detail::batch_count;
 using detail::flat;
 using detail::unpack;
 using detail::lapack_copy;
+using detail::mH;
 using detail::mT;
 using detail::sym;
 using detail::tril;
@@ -65,10 +68,18 @@ Tensor phi(const Tensor& x) {
   return tril(x, -1) + 0.5 * (x * eye(x.shape()[x.ndim() - 1], x.dtype()));
 }
 
-// t^-1 x t^-T for triangular t, by two triangular solves.
+// t^-1 x t^-H for triangular t, by two triangular solves.
 Tensor sandwich_inverse(const Tensor& t, const Tensor& x, bool upper) {
   Tensor y = triangular_solve(t, x, upper);          // t^-1 x
-  return mT(triangular_solve(t, mT(y), upper));     // (t^-1 y^T)^T = y t^-T
+  return mH(triangular_solve(t, mH(y), upper));     // (t^-1 y^H)^H = y t^-H
+}
+
+// dR R^-1 from X = Q^H dA R^-1 = Omega + dR R^-1, Omega = Q^H dQ skew-Hermitian and dR R^-1
+// upper triangular with a real diagonal: triu(X, 1) + tril(X, -1)^H + Re diag(X).
+Tensor qr_upper(const Tensor& x) { return triu(x, 1) + mH(tril(x, -1)) + detail::real_diag(x); }
+// Its adjoint under <a, b> = Re tr(a^H b): triu(M, 1) + triu(M, 1)^H + Re diag(M).
+Tensor qr_upper_adjoint(const Tensor& m) {
+  return triu(m, 1) + mH(triu(m, 1)) + detail::real_diag(m);
 }
 
 // Q (m, k) and R (k, n) of qr_p's output or of its cotangent; m, n: the input's matrix shape.
@@ -91,15 +102,14 @@ Primitive cholesky_p{
     .name = "linalg_cholesky",
     .forward = [](const Primitive&, std::span<const Tensor> in, const Params&) {
       Tensor l = lapack_copy(sym(detail::untracked(in[0])));
-      if (l.dtype() == f64) potrf_batch<double>(l, in[0].shape());
-      else potrf_batch<float>(l, in[0].shape());
+      detail::visit_lapack(l.dtype(), [&]<class T>() { potrf_batch<T>(l, in[0].shape()); });
       return l;
     },
     .saves = saves::output,
     .pullback = [](const PullbackArgs& a, const Tensor& dy, Tensor* dx) {
-      // <dy, dL> with dL = L Phi(L^-1 dS L^-T), dS = sym(dA): dA = sym(L^-T Phi(L^T dy) L^-1).
+      // <dy, dL> with dL = L Phi(L^-1 dS L^-H), dS = sym(dA): dA = sym(L^-H Phi(L^H dy) L^-1).
       const Tensor& l = a.output();
-      dx[0] = sym(sandwich_inverse(mT(l), phi(matmul(mT(l), dy)), true));
+      dx[0] = sym(sandwich_inverse(mH(l), phi(matmul(mH(l), dy)), true));
     },
     .jvp = [](const JvpArgs& a, const Tensor* dx) {
       const Tensor& l = a.output();
@@ -114,30 +124,28 @@ Primitive qr_p{
       Shape s = detail::leading(in[0].shape(), 2);
       s.push_back(qs.m * qs.k() + qs.k() * qs.n);
       Tensor a = lapack_copy(in[0]), out = Tensor::empty(s, in[0].dtype());
-      if (a.dtype() == f64) qr_batch<double>(a, out);
-      else qr_batch<float>(a, out);
+      detail::visit_lapack(a.dtype(), [&]<class T>() { qr_batch<T>(a, out); });
       return out;
     },
     .saves = saves::output,
     .pullback = [](const PullbackArgs& a, const Tensor& dy, Tensor* dx) {
-      // Adjoint of the pushforward below: with M = dR R^T - Q^T dQ,
-      // dA = (dQ + Q (triu(M) + triu(M, 1)^T)) R^-T.
+      // Adjoint of the pushforward below: with M = dR R^H - Q^H dQ,
+      // dA = (dQ + Q qr_upper_adjoint(M)) R^-H.
       QrShape qs(a.params());
       qs.check_differentiable("derivative");
       Tensor q = qs.q(a.output()), r = qs.r(a.output()), gq = qs.q(dy), gr = qs.r(dy);
-      Tensor m = matmul(gr, mT(r)) - matmul(mT(q), gq);
-      Tensor gy = gq + matmul(q, triu(m) + mT(triu(m, 1)));
-      dx[0] = mT(triangular_solve(r, mT(gy), true));
+      Tensor m = matmul(gr, mH(r)) - matmul(mH(q), gq);
+      Tensor gy = gq + matmul(q, qr_upper_adjoint(m));
+      dx[0] = mH(triangular_solve(r, mH(gy), true));
     },
     .jvp = [](const JvpArgs& a, const Tensor* dx) {
-      // Y = dA R^-1 and X = Q^T Y = Omega + dR R^-1 with Omega = Q^T dQ antisymmetric and
-      // dR R^-1 upper triangular: dR R^-1 = triu(X) + tril(X, -1)^T, dQ = Y - Q (dR R^-1).
+      // Y = dA R^-1 and X = Q^H Y = Omega + dR R^-1 (see qr_upper), dQ = Y - Q (dR R^-1).
       QrShape qs(a.params());
       qs.check_differentiable("pushforward");
       Tensor q = qs.q(a.output()), r = qs.r(a.output());
       Tensor y = mT(triangular_solve(mT(r), mT(dx[0]), false));
-      Tensor x = matmul(mT(q), y);
-      Tensor upper = triu(x) + mT(tril(x, -1));
+      Tensor x = matmul(mH(q), y);
+      Tensor upper = qr_upper(x);
       return concat({flat(y - matmul(q, upper)), flat(matmul(upper, r))}, -1);
     }};
 

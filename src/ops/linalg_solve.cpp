@@ -1,9 +1,12 @@
 // Linear systems and determinants on LU (getrf/gesv) and triangular solves (trtrs): the
 // primitives solve, triangular_solve and logabsdet, and inv, det, slogdet, logdet built on them.
 #include <cmath>
+#include <complex>
 #include <limits>
+#include <tuple>
 #include <vector>
 
+#include "fluxion/ops/complex.hpp"
 #include "fluxion/ops/create.hpp"
 #include "fluxion/ops/elementwise.hpp"
 #include "fluxion/ops/linalg.hpp"
@@ -18,6 +21,7 @@ namespace fx::linalg {
 using detail::add_defined;
 using detail::batch_count;
 using detail::lapack_copy;
+using detail::mH;
 using detail::mT;
 
 namespace {
@@ -53,27 +57,43 @@ void trtrs_batch(const Tensor& a, Tensor& x, bool upper, const Shape& shape) {
   }
 }
 
-// sign(det) and log|det| of each matrix from its LU factors (a is overwritten).
+// sign(det) and log|det| of each matrix from its LU factors (a is overwritten): sign is -1, 0
+// or 1 for real matrices and det / |det| (0 where singular) for complex ones, in a's dtype;
+// logabs is real, -inf where singular.
 template <class T>
 void lu_slogdet(Tensor& a, Tensor& sign, Tensor& logabs) {
+  using R = lapack::Real<T>;
   const int64_t n = a.shape()[a.ndim() - 1];
   std::vector<lapack::I> piv(static_cast<size_t>(n));
   T* pa = a.data<T>();
-  T *ps = sign.data<T>(), *pl = logabs.data<T>();
+  T* ps = sign.data<T>();
+  R* pl = logabs.data<R>();
   for (int64_t m = 0, count = sign.numel(); m < count; ++m) {
     T* lu = pa + m * n * n;
     const lapack::I info = n ? lapack::getrf(n, lu, piv.data()) : 0;
     FX_CHECK(info >= 0, "fx::linalg::slogdet: LAPACK getrf rejected argument ", -info);
-    double s = 1, l = 0;
+    T s(1);
+    double l = 0;
     for (int64_t i = 0; i < n; ++i) {
-      const double u = double(lu[i * n + i]);
+      const T u = lu[i * n + i];
+      const double mod = double(std::abs(u));
       if (piv[size_t(i)] != i + 1) s = -s;  // a row interchange
-      if (u < 0) s = -s;
-      l += std::log(std::abs(u));
+      if (mod > 0) s *= u / T(R(mod));      // the sign (phase) of the pivot
+      l += std::log(mod);
     }
-    ps[m] = T(info > 0 ? 0 : s);
-    pl[m] = T(info > 0 ? -std::numeric_limits<double>::infinity() : l);
+    ps[m] = info > 0 ? T(0) : s / T(std::abs(s));  // renormalised: |s| drifts by rounding
+    pl[m] = R(info > 0 ? -std::numeric_limits<double>::infinity() : l);
   }
+}
+
+// The LU slogdet of each matrix of x (dtype t) as (sign, logabs).
+std::tuple<Tensor, Tensor> lu_slogdet(const Tensor& x) {
+  const Shape batch = detail::leading(x.shape(), 2);
+  Tensor a = lapack_copy(x);
+  Tensor sign = Tensor::empty(batch, a.dtype());
+  Tensor logabs = Tensor::empty(batch, real_dtype(a.dtype()));
+  detail::visit_lapack(a.dtype(), [&]<class T>() { lu_slogdet<T>(a, sign, logabs); });
+  return {sign, logabs};
 }
 
 }  // namespace
@@ -83,14 +103,15 @@ Primitive solve_p{
     .name = "linalg_solve",
     .forward = [](const Primitive&, std::span<const Tensor> in, const Params& pr) {
       Tensor a = lapack_copy(in[0]), x = lapack_copy(in[1]);
-      if (a.dtype() == f64) gesv_batch<double>(a, x, in[0].shape(), solve_name(pr));
-      else gesv_batch<float>(a, x, in[0].shape(), solve_name(pr));
+      detail::visit_lapack(a.dtype(), [&]<class T>() {
+        gesv_batch<T>(a, x, in[0].shape(), solve_name(pr));
+      });
       return x;
     },
     .saves = saves::input(0) | saves::output,
     .pullback = [](const PullbackArgs& a, const Tensor& dy, Tensor* dx) {
-      Tensor g = bind(solve_p, {mT(a.input(0)), dy});  // A^-T dX
-      if (a.wants(0)) dx[0] = -matmul(g, mT(a.output()));
+      Tensor g = bind(solve_p, {mH(a.input(0)), dy});  // A^-H dX
+      if (a.wants(0)) dx[0] = -matmul(g, mH(a.output()));
       if (a.wants(1)) dx[1] = g;
     },
     .jvp = [](const JvpArgs& a, const Tensor* dx) {
@@ -104,8 +125,8 @@ Primitive triangular_solve_p{
     .name = "linalg_triangular_solve",
     .forward = [](const Primitive&, std::span<const Tensor> in, const Params& pr) {
       Tensor a = lapack_copy(in[0]), x = lapack_copy(in[1]);
-      if (a.dtype() == f64) trtrs_batch<double>(a, x, pr.i[0], in[0].shape());
-      else trtrs_batch<float>(a, x, pr.i[0], in[0].shape());
+      detail::visit_lapack(a.dtype(),
+                           [&]<class T>() { trtrs_batch<T>(a, x, pr.i[0], in[0].shape()); });
       return x;
     },
     .saves = saves::input(0) | saves::output,
@@ -113,9 +134,9 @@ Primitive triangular_solve_p{
       const bool upper = a.params().i[0];
       Params flipped = a.params();
       flipped.i[0] = !upper;
-      Tensor g = bind(triangular_solve_p, {mT(a.input(0)), dy}, flipped);
+      Tensor g = bind(triangular_solve_p, {mH(a.input(0)), dy}, flipped);
       if (a.wants(0)) {
-        Tensor ga = -matmul(g, mT(a.output()));
+        Tensor ga = -matmul(g, mH(a.output()));
         dx[0] = upper ? detail::triu(ga) : detail::tril(ga);
       }
       if (a.wants(1)) dx[1] = g;
@@ -127,21 +148,35 @@ Primitive triangular_solve_p{
       return rhs.defined() ? bind(triangular_solve_p, {a.input(0), rhs}, a.params()) : Tensor();
     }};
 
-// log|det a| for a (..., n, n) -> (...).
+// log|det a| for real a (..., n, n) -> (...).
 Primitive logabsdet_p{
     .name = "linalg_logabsdet",
     .forward = [](const Primitive&, std::span<const Tensor> in, const Params&) {
-      const Shape batch = detail::leading(in[0].shape(), 2);
-      Tensor a = lapack_copy(in[0]);
-      Tensor sign = Tensor::empty(batch, a.dtype()), logabs = Tensor::empty(batch, a.dtype());
-      if (a.dtype() == f64) lu_slogdet<double>(a, sign, logabs);
-      else lu_slogdet<float>(a, sign, logabs);
-      return logabs;
+      return std::get<1>(lu_slogdet(in[0]));
     },
     .saves = saves::input(0),
     .pullback = [](const PullbackArgs& a, const Tensor& dy, Tensor* dx) {
       // d log|det A| = tr(A^-1 dA), so the cotangent is dy A^-T.
       dx[0] = unsqueeze(unsqueeze(dy, -1), -1) * mT(inv(a.input(0)));
+    },
+    .jvp = [](const JvpArgs& a, const Tensor* dx) { return trace(solve(a.input(0), dx[0])); }};
+
+// log det a = log|det a| + i arg(det a) for complex a (..., n, n) -> (...), arg in (-pi, pi];
+// -inf (+ 0i) where a is singular. Holomorphic away from there, with derivative A^-T: the
+// cotangent is dy conj(A^-T) = dy A^-H.
+Primitive complex_logdet_p{
+    .name = "linalg_complex_logdet",
+    .forward = [](const Primitive&, std::span<const Tensor> in, const Params&) {
+      auto [sign, logabs] = lu_slogdet(in[0]);
+      std::vector<std::complex<double>> s = to_vector<std::complex<double>>(sign);
+      std::vector<double> l = to_vector<double>(logabs);
+      std::vector<std::complex<double>> out(s.size());
+      for (size_t i = 0; i < s.size(); ++i) out[i] = {l[i], s[i] == 0.0 ? 0.0 : std::arg(s[i])};
+      return astype(from_vector(out, sign.shape()), sign.dtype());
+    },
+    .saves = saves::input(0),
+    .pullback = [](const PullbackArgs& a, const Tensor& dy, Tensor* dx) {
+      dx[0] = unsqueeze(unsqueeze(dy, -1), -1) * mH(inv(a.input(0)));
     },
     .jvp = [](const JvpArgs& a, const Tensor* dx) { return trace(solve(a.input(0), dx[0])); }};
 
@@ -175,12 +210,15 @@ Tensor inv(const Tensor& a) {
 
 std::tuple<Tensor, Tensor> slogdet(const Tensor& a) {
   detail::check_matrix(a, "slogdet", true);
-  const Shape batch = detail::leading(a.shape(), 2);
-  Tensor lu = lapack_copy(a);
-  Tensor sign = Tensor::empty(batch, a.dtype()), unused = Tensor::empty(batch, a.dtype());
-  if (a.dtype() == f64) lu_slogdet<double>(lu, sign, unused);
-  else lu_slogdet<float>(lu, sign, unused);
-  return {sign, bind(logabsdet_p, {a})};
+  if (is_complex(a.dtype())) {
+    // Both parts differentiate through log det: sign = exp(i arg det), logabs = Re log det.
+    Tensor ld = bind(complex_logdet_p, {a});
+    Tensor phase = imag(ld);
+    Tensor sign = where(real(ld) == -std::numeric_limits<double>::infinity(),
+                        zeros_like(ld), exp(complex(zeros_like(phase), phase)));
+    return {sign, real(ld)};
+  }
+  return {std::get<0>(lu_slogdet(a)), bind(logabsdet_p, {a})};
 }
 
 Tensor det(const Tensor& a) {
@@ -191,6 +229,8 @@ Tensor det(const Tensor& a) {
 
 Tensor logdet(const Tensor& a) {
   detail::check_matrix(a, "logdet", true);
+  // The principal log of a complex determinant, as torch.logdet.
+  if (is_complex(a.dtype())) return bind(complex_logdet_p, {a});
   auto [sign, logabs] = slogdet(a);
   // log of a negative determinant is NaN, as torch.logdet.
   return where(sign < 0.0, std::numeric_limits<double>::quiet_NaN(), logabs);

@@ -4,8 +4,10 @@
 #include <span>
 #include <string>
 
+#include "fluxion/ops/complex.hpp"
 #include "fluxion/ops/create.hpp"
 #include "fluxion/ops/elementwise.hpp"
+#include "fluxion/ops/linalg_lapack.hpp"
 #include "fluxion/ops/view.hpp"
 
 namespace fx::linalg::detail {
@@ -13,7 +15,7 @@ namespace fx::linalg::detail {
 void check_matrix(const Tensor& a, const char* op, bool square) {
   FX_CHECK(a.defined(), "fx::linalg::", op, ": undefined tensor");
   FX_CHECK(a.ndim() >= 2, "fx::linalg::", op, ": needs a matrix (..., m, n), got ", a.shape());
-  FX_CHECK(a.dtype() == f32 || a.dtype() == f64, "fx::linalg::", op, ": needs f32 or f64, got ",
+  FX_CHECK(is_inexact(a.dtype()), "fx::linalg::", op, ": needs f32, f64, c64 or c128, got ",
            dtype_name(a.dtype()), " ", a.shape());
   FX_CHECK(!square || a.shape()[a.ndim() - 1] == a.shape()[a.ndim() - 2], "fx::linalg::", op,
            ": needs square matrices, got ", a.shape());
@@ -83,7 +85,16 @@ Tensor flat(const Tensor& x) {
 }
 
 Tensor mT(const Tensor& x) { return transpose(x, -2, -1); }
-Tensor sym(const Tensor& x) { return 0.5 * (x + mT(x)); }
+Tensor mH(const Tensor& x) { return conj(mT(x)); }
+Tensor sym(const Tensor& x) { return 0.5 * (x + mH(x)); }
+
+Tensor real_part(const Tensor& x) {
+  return is_complex(x.dtype()) ? astype(real(x), x.dtype()) : x;
+}
+
+Tensor real_diag(const Tensor& x) {
+  return real_part(x) * eye(x.shape()[x.ndim() - 1], x.dtype());
+}
 
 namespace {
 // 1 where (lower ? j - i <= k : j - i >= k), for the last two axes of x.

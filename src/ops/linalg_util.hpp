@@ -1,6 +1,7 @@
 // Shared pieces of fx::linalg (src/ops/linalg_*.cpp): argument checks, the dense copies LAPACK
 // works on, and the masks and transposes the derivative rules are written with.
 #pragma once
+#include <complex>
 #include <cstdint>
 #include <vector>
 
@@ -9,8 +10,21 @@
 
 namespace fx::linalg::detail {
 
-// Throws unless a is an f32/f64 tensor with at least two axes (square ones if `square`).
+// Throws unless a is an f32/f64/c64/c128 tensor with at least two axes (square ones if
+// `square`).
 void check_matrix(const Tensor& a, const char* op, bool square);
+
+// Calls f.template operator()<T>() with T the element type of t: float, double,
+// std::complex<float> or std::complex<double> (check_matrix has refused the others).
+template <class F>
+void visit_lapack(DType t, F&& f) {
+  switch (t) {
+    case f32: f.template operator()<float>(); break;
+    case f64: f.template operator()<double>(); break;
+    case c64: f.template operator()<std::complex<float>>(); break;
+    default: f.template operator()<std::complex<double>>(); break;
+  }
+}
 // Broadcasts the batch axes of a (..., r, c) and b (..., p, q) against each other; b may be a
 // batch of vectors (one axis fewer than a). Returns b as matrices; `vector` says it was one.
 void broadcast_batch(Tensor& a, Tensor& b, const char* op, bool& vector);
@@ -37,7 +51,15 @@ Tensor unpack(const Tensor& packed, int64_t start, int64_t rows, int64_t cols);
 Tensor flat(const Tensor& x);
 
 Tensor mT(const Tensor& x);                   // transpose of the last two axes
-Tensor sym(const Tensor& x);                  // (x + x^T) / 2
+// The conjugate transpose x^H: the adjoint, which the real rules' transposes become on complex
+// matrices (x^T for real x).
+Tensor mH(const Tensor& x);
+Tensor sym(const Tensor& x);                  // (x + x^H) / 2: the symmetric (Hermitian) part
+// The diagonal of x with its imaginary part dropped, as a matrix of x's dtype.
+Tensor real_diag(const Tensor& x);
+// The real part of x in x's own dtype (x itself when real): for the real results (eigenvalues,
+// singular values) that complex primitives carry in their complex outputs.
+Tensor real_part(const Tensor& x);
 Tensor tril(const Tensor& x, int64_t k = 0);  // zero above diagonal k
 Tensor triu(const Tensor& x, int64_t k = 0);  // zero below diagonal k
 // 1 / x, and 0 where x == 0.
