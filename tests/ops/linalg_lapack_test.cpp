@@ -230,7 +230,7 @@ TEST(LinalgErrors, NameTheFunctionAndTheShapes) {
                 .find("fx::linalg::triangular_solve: (2, 2): matrix 0 is singular"),
             std::string::npos);
   EXPECT_NE(error_of([&] { la::det(fx::ones({3, 3}, fx::i64)); })
-                .find("fx::linalg::det: needs f32 or f64, got i64 (3, 3)"),
+                .find("fx::linalg::det: needs f32, f64, c64 or c128, got i64 (3, 3)"),
             std::string::npos);
   EXPECT_NE(error_of([&] { la::eigh(fx::ones({3}, fx::f64)); })
                 .find("fx::linalg::eigh: needs a matrix (..., m, n), got (3,)"),

@@ -1,6 +1,7 @@
 // Linear algebra with gradients on LAPACK (OpenBLAS's, through LAPACKE): solves, factorisations,
-// spectra and the functions built from them. Every function takes f32 or f64 matrices in the
-// last two axes and is batched over any leading axes (batch axes of two operands broadcast).
+// spectra and the functions built from them. Every function takes f32, f64, c64 or c128 matrices
+// in the last two axes (LAPACK's s, d, c and z routines) and is batched over any leading axes
+// (batch axes of two operands broadcast).
 //
 //   #include <fluxion/linalg.hpp>
 //   fx::Tensor a = fx::randn({4, 3, 3}, gen, fx::f64) + 3 * fx::linalg::eye(3, fx::f64);
@@ -9,6 +10,7 @@
 //   auto [w, v] = fx::linalg::eigh(s);                       // ascending eigenvalues, columns of v
 //   auto [u, sv, vh] = fx::linalg::svd(a);                   // reduced: a = u diag(sv) vh
 //   fx::Tensor g = fx::gradient([](const fx::Tensor& a) { return fx::linalg::logdet(a); }, spd);
+//   auto [s, l] = fx::linalg::slogdet(z);   // z c128: sign c128 with |sign| = 1, l f64
 //
 // Derivatives, both modes, are the published rules that JAX and PyTorch use, written in fluxion
 // ops so that they differentiate again (Hessians through a solve or an eigh are fine):
@@ -30,10 +32,25 @@
 // that mean anything. det's derivative is det * A^-T through inv: at an exactly singular A it
 // throws fx::Error (torch returns the adjugate there).
 //
+// Complex matrices: every rule above holds with conjugate transposes (A^-H, V^H, ...), the
+// symmetric part is the Hermitian part (A + A^H) / 2 (cholesky, eigh), and gradients follow
+// fluxion's convention (fluxion/ops/complex.hpp: the cotangent of z = x + iy is dL/dx + i dL/dy),
+// which for a real loss is what torch.autograd computes. eigh's eigenvalues and svd's singular
+// values are real (f32/f64), det and logdet are complex (logdet the principal log), slogdet gives
+// a complex sign of modulus 1 (0 for a singular matrix) and a real log|det|, and here the sign
+// has a derivative (d sign = i sign Im tr(A^-1 dA)). qr's R has a real diagonal, as geqrf leaves
+// it. Gauge: an eigenvector, or a pair (u_i, v_i) of singular vectors, is defined only up to a
+// phase e^{i theta}, so only losses that do not depend on those phases (|v_ij|, projectors
+// v v^H, phases fixed by a rule such as "first entry real and positive", functions of the values)
+// have a derivative; for them the pullbacks are exact. eigh's pullback drops the phase part of a
+// cotangent (the imaginary diagonal of V^H dV); svd's reads the imaginary diagonal of U^H dU
+// alone, which such a loss makes equal to minus that of V^H dV (torch checks this and raises
+// where it fails; fluxion does not). Pushforwards leave the phases unchanged (eigh) or change
+// those of U alone (svd).
+//
 // Bad input throws fx::Error naming the function and the shapes: a non-square matrix, batch
-// axes that do not broadcast, an exactly singular matrix (solve, inv, triangular_solve), one
-// that is not positive definite (cholesky), integer, bool or complex dtypes (complex matrices
-// are not covered yet).
+// axes that do not broadcast, operands of different dtypes, an exactly singular matrix (solve,
+// inv, triangular_solve), one that is not positive definite (cholesky), integer or bool dtypes.
 #pragma once
 #include <cstdint>
 #include <tuple>
@@ -54,20 +71,23 @@ Tensor solve(const Tensor& a, const Tensor& b);
 Tensor triangular_solve(const Tensor& a, const Tensor& b, bool upper = false);
 Tensor inv(const Tensor& a);
 Tensor det(const Tensor& a);
-// (sign, log|det a|): sign is -1, 0 or 1 and carries no derivative.
+// (sign, log|det a|): sign is -1, 0 or 1 and carries no derivative for real a; for complex a it
+// is det / |det| (0 where singular), complex and differentiable, and log|det a| is real.
 std::tuple<Tensor, Tensor> slogdet(const Tensor& a);
-Tensor logdet(const Tensor& a);  // log det a: NaN where det a < 0, -inf where it is 0
+// log det a: NaN where det a < 0, -inf where it is 0; complex a: log|det a| + i arg(det a).
+Tensor logdet(const Tensor& a);
 
-// Lower-triangular l with l l^T = (a + a^T) / 2.
+// Lower-triangular l with l l^H = (a + a^H) / 2 (l l^T = (a + a^T) / 2 for real a); real,
+// positive diagonal.
 Tensor cholesky(const Tensor& a);
 // Reduced QR of a (..., m, n): q (..., m, k) with orthonormal columns and upper-triangular
 // r (..., k, n), k = min(m, n). Derivatives need m >= n (fx::Error otherwise).
 std::tuple<Tensor, Tensor> qr(const Tensor& a);
-// Eigen-decomposition of the symmetric (a + a^T) / 2: ascending eigenvalues w (..., n) and
-// orthonormal eigenvectors, the columns of v (..., n, n).
+// Eigen-decomposition of the symmetric (Hermitian) (a + a^H) / 2: ascending real eigenvalues
+// w (..., n) and orthonormal (unitary) eigenvectors, the columns of v (..., n, n).
 std::tuple<Tensor, Tensor> eigh(const Tensor& a);
 Tensor eigvalsh(const Tensor& a);
-// Reduced SVD of a (..., m, n): u (..., m, k), descending s (..., k), vh (..., k, n).
+// Reduced SVD of a (..., m, n): u (..., m, k), descending real s (..., k), vh (..., k, n) (v^H).
 std::tuple<Tensor, Tensor, Tensor> svd(const Tensor& a);
 Tensor svdvals(const Tensor& a);
 
