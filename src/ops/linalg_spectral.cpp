@@ -4,9 +4,9 @@
 // degenerate cases. On complex (Hermitian) matrices the rules are the same with conjugate
 // transposes, plus the gauge: each eigenvector, or each pair of singular vectors, is defined up
 // to a phase e^{i theta}, so the imaginary diagonal of V^H dV (U^H dU + V^H dV) is not
-// determined. Pushforwards take it as zero (the svd's phase change on U alone); pullbacks drop
-// the part of a cotangent that would change the phases, which is exact for the losses that
-// do not depend on them, the only ones with a derivative. The eigenvalues and singular values are
+// determined. Pushforwards fix it (eigh: no phase change; svd: the one phase change the values
+// determine goes to U alone), and pullbacks are the adjoints of those pushforwards, exact for
+// the losses that do not depend on the phases, the only ones with a derivative. The eigenvalues and singular values are
 // real; the complex primitives carry them in their complex outputs with zero imaginary parts.
 #include <algorithm>
 #include <complex>

@@ -254,6 +254,24 @@ TEST(LinalgComplexGrad, EntrywiseFiniteDifferencesInRealAndImaginaryParts) {
   expect_entrywise_gradient(la::matrix_exp, random_complex({3, 3}, 47), "matrix_exp");
 }
 
+TEST(LinalgComplexGrad, SinglePrecisionAndRepeatedEigenvalues) {
+  // c64 runs the c* routines and its gradients stay c64, close to the c128 ones.
+  Tensor a = random_complex({3, 3}, 50, 3), b = random_complex({3, 2}, 51);
+  auto loss = [](const Tensor& a, const Tensor& b) {
+    return fx::sum(fx::abs2(la::solve(a, b))) + fx::sum(la::eigvalsh(a)) +
+           fx::sum(la::svdvals(a)) + fx::real(la::logdet(a));
+  };
+  auto [ga, gb] = fx::gradient(loss, a, b);
+  auto [fa, fb] = fx::gradient(loss, fx::astype(a, fx::c64), fx::astype(b, fx::c64));
+  EXPECT_EQ(fa.dtype(), fx::c64);
+  EXPECT_LT(max_abs_diff(fx::astype(fa, fx::c128), ga), 1e-4 * fx::max(fx::abs(ga)).item());
+  EXPECT_LT(max_abs_diff(fx::astype(fb, fx::c128), gb), 1e-4 * fx::max(fx::abs(gb)).item());
+  // A Hermitian matrix with one eigenvalue three times: sum(w^2) = |A|_F^2 has gradient 2A.
+  Tensor h = 2 * eye(3);
+  Tensor g = fx::gradient([](const Tensor& x) { return fx::sum(fx::square(la::eigvalsh(x))); }, h);
+  EXPECT_LT(max_abs_diff(g, 2 * h), 1e-12);
+}
+
 std::string error_of(const std::function<void()>& f) {
   try {
     f();
