@@ -34,8 +34,12 @@ inline const lapack_complex_double* lc(const cd* p) {
 // LU with partial pivoting and solve: a (n, n) is overwritten by its factors, b (n, k) by x.
 inline I gesv(I n, I k, double* a, I* piv, double* b) { return LAPACKE_dgesv(kRow, n, k, a, n, piv, b, k); }
 inline I gesv(I n, I k, float* a, I* piv, float* b) { return LAPACKE_sgesv(kRow, n, k, a, n, piv, b, k); }
-inline I gesv(I n, I k, cd* a, I* piv, cd* b) { return LAPACKE_zgesv(kRow, n, k, lc(a), n, piv, lc(b), k); }
-inline I gesv(I n, I k, cf* a, I* piv, cf* b) { return LAPACKE_cgesv(kRow, n, k, lc(a), n, piv, lc(b), k); }
+inline I gesv(I n, I k, cd* a, I* piv, cd* b) {
+  return LAPACKE_zgesv(kRow, n, k, lc(a), n, piv, lc(b), k);
+}
+inline I gesv(I n, I k, cf* a, I* piv, cf* b) {
+  return LAPACKE_cgesv(kRow, n, k, lc(a), n, piv, lc(b), k);
+}
 inline I getrf(I n, double* a, I* piv) { return LAPACKE_dgetrf(kRow, n, n, a, n, piv); }
 inline I getrf(I n, float* a, I* piv) { return LAPACKE_sgetrf(kRow, n, n, a, n, piv); }
 inline I getrf(I n, cd* a, I* piv) { return LAPACKE_zgetrf(kRow, n, n, lc(a), n, piv); }

@@ -6,8 +6,9 @@
 // to a phase e^{i theta}, so the imaginary diagonal of V^H dV (U^H dU + V^H dV) is not
 // determined. Pushforwards fix it (eigh: no phase change; svd: the one phase change the values
 // determine goes to U alone), and pullbacks are the adjoints of those pushforwards, exact for
-// the losses that do not depend on the phases, the only ones with a derivative. The eigenvalues and singular values are
-// real; the complex primitives carry them in their complex outputs with zero imaginary parts.
+// the losses that do not depend on the phases, the only ones with a derivative. The eigenvalues
+// and singular values are real; the complex primitives carry them in their complex outputs
+// with zero imaginary parts.
 #include <algorithm>
 #include <complex>
 #include <type_traits>
