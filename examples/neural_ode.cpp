@@ -5,7 +5,10 @@
 //
 // Data: u0 = [2, 0], du/dt = ((u^3)^T A)^T with A = [-0.1 2; -2 -0.1], saved at 30 times in
 // [0, 1.5] (Tsit5 at rtol 1e-10). Model: du/dt = Chain(x -> x^3, Dense(2, 50, tanh),
-// Dense(50, 2))(u), solved with Tsit5; loss: the sum of squared differences at the 30 times.
+// Dense(50, 2))(u), solved with Tsit5; loss: the sum of squared differences at the 30 times
+// (DiffEqFlux's sum(abs2, ode_data .- pred), not a mean). The Adam stage returns the best
+// parameters it evaluated, as the tutorial's Optimization.solve does (save_best), and L-BFGS
+// starts from them.
 // Gradients by backpropagation through the solver; at the initial parameters they are compared
 // with the continuous adjoint's. Prints loss_initial=, loss_adam=, loss_final=,
 // adjoint_vs_backprop_max_rel= and ends with `neural_ode: ok` when the fit improved and the two
