@@ -80,7 +80,8 @@ struct Marked {
 // patch: the 4 x 4 top-left pixels set to 1 where a = 1.
 Marked mark(const fx::data::Dataset& d, double p_low, fx::Generator& gen) {
   const int64_t n = d.size();
-  const int64_t* labels = d.labels.contiguous().data<int64_t>();
+  const Tensor owned = d.labels.contiguous();  // keeps the storage `labels` points into alive
+  const int64_t* labels = owned.data<int64_t>();
   std::vector<float> a(size_t(n), 0.0f);
   for (int64_t i = 0; i < n; ++i)
     a[size_t(i)] = gen.uniform() < (labels[i] < 5 ? p_low : 1 - p_low) ? 1.0f : 0.0f;
