@@ -73,6 +73,10 @@ struct AdamScalars {
   AdamScalars(double lr, double b1, double b2, int64_t t)
       : step_size(lr / (1 - std::pow(b1, double(t)))),
         inv_sqrt_bc2(1 / std::sqrt(1 - std::pow(b2, double(t)))) {}
+  static AdamScalars none(double lr) { return AdamScalars(lr); }  // no bias correction
+
+ private:
+  explicit AdamScalars(double lr) : step_size(lr), inv_sqrt_bc2(1) {}
 };
 
 // One Adam step with the parameter first scaled by `keep` (1 for Adam, 1 - lr wd for AdamW) and
@@ -172,22 +176,48 @@ void AdaDelta::apply(State& s, const Tensor& param, const Tensor& grad) const {
 }
 
 void AMSGrad::apply(State& s, const Tensor& param, const Tensor& grad) const {
-  foreach_element("AMSGrad", param, grad, [lr = lr, b1 = beta1, b2 = beta2, eps = eps](
+  const int64_t t = s.step + 1;
+  // Optimisers.jl's form has no bias correction: step_size = lr, inv_sqrt_bc2 = 1.
+  const AdamScalars c = variant == pytorch ? AdamScalars(lr, beta1, beta2, t)
+                                           : AdamScalars::none(lr);
+  foreach_element("AMSGrad", param, grad, [b1 = beta1, b2 = beta2, eps = eps, c](
                                               auto& x, auto dx, auto& m, auto& v, auto& vmax) {
     using T = decltype(dx);
     m = T(b1) * m + T(1 - b1) * dx;
     v = T(b2) * v + T(1 - b2) * dx * dx;
     vmax = std::max(vmax, v);
-    x -= T(lr) * m / (std::sqrt(vmax) + T(eps));
+    x -= T(c.step_size) * m / (std::sqrt(vmax) * T(c.inv_sqrt_bc2) + T(eps));
   }, s.m, s.v, s.vmax);
+  s.step = t;
 }
 
 void NAdam::apply(State& s, const Tensor& param, const Tensor& grad) const {
+  FX_CHECK(s.mu_product.defined() == (variant == pytorch), "fx::optim::NAdam: variant is ",
+           variant == pytorch ? "pytorch" : "optimisers_jl", " but the state was set up for ",
+           s.mu_product.defined() ? "pytorch" : "optimisers_jl",
+           "; the variants keep different state, so set it before setup");
   const int64_t t = s.step + 1;
-  const double b1t = std::pow(beta1, double(t));
-  const double m_coef = lr * beta1 / (1 - beta1 * b1t);  // momentum looked one step ahead
-  const double g_coef = lr * (1 - beta1) / (1 - b1t);
-  const double v_scale = std::sqrt(beta2 / (1 - std::pow(beta2, double(t))));
+  const double b2t = std::pow(beta2, double(t));
+  double m_coef, g_coef, v_scale;  // x -= (m_coef m + g_coef dx) / (sqrt(v) v_scale + eps)
+  if (variant == pytorch) {
+    FX_CHECK(s.mu_product.dtype() == f64 && s.mu_product.numel() == 1,
+             "fx::optim::NAdam: the state's mu_product must be one f64 value, got ",
+             s.mu_product.dtype(), " ", s.mu_product.shape());
+    auto mu = [&](int64_t i) {
+      return beta1 * (1 - 0.5 * std::pow(0.96, double(i) * momentum_decay));
+    };
+    double& product = *s.mu_product.data<double>();  // P_(t-1), host memory (CPU state)
+    const double mu_t = mu(t), mu_next = mu(t + 1);
+    product *= mu_t;
+    m_coef = lr * mu_next / (1 - product * mu_next);
+    g_coef = lr * (1 - mu_t) / (1 - product);
+    v_scale = 1 / std::sqrt(1 - b2t);
+  } else {
+    const double b1t = std::pow(beta1, double(t));
+    m_coef = lr * beta1 / (1 - beta1 * b1t);  // momentum looked one step ahead
+    g_coef = lr * (1 - beta1) / (1 - b1t);
+    v_scale = std::sqrt(beta2 / (1 - b2t));
+  }
   foreach_element("NAdam", param, grad, [b1 = beta1, b2 = beta2, eps = eps, m_coef, g_coef,
                                          v_scale](auto& x, auto dx, auto& m, auto& v) {
     using T = decltype(dx);

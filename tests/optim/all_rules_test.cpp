@@ -6,10 +6,13 @@
 #include <algorithm>
 #include <cmath>
 #include <functional>
+#include <string>
+#include <type_traits>
 #include <vector>
 
 #include <fluxion/ops.hpp>
 #include <fluxion/optim/adjust.hpp>
+#include <fluxion/optim/by_name.hpp>
 #include <fluxion/optim/rules.hpp>
 #include <fluxion/optim/transforms.hpp>
 #include <fluxion/optim/update.hpp>
@@ -191,6 +194,56 @@ TEST(AllRules, NAdamAdaBeliefLion) {
     x -= lr * sgn(b1 * s[0] + (1 - b1) * g);  // the paper's update, from the old momentum
     s[0] = b2 * s[0] + (1 - b2) * g;
   });
+}
+
+// The torch.optim forms (variant = pytorch), from the algorithm boxes of its documentation.
+TEST(AllRules, PytorchVariantsOfAMSGradAndNAdam) {
+  const double lr = 0.05, b1 = 0.8, b2 = 0.9, eps = 1e-4;
+  expect_matches_reference(AMSGrad{lr, b1, b2, eps, AMSGrad::pytorch}, {0, 0, 0},
+                           [&](double& x, double g, auto& s, int t) {
+    s[0] = b1 * s[0] + (1 - b1) * g;
+    s[1] = b2 * s[1] + (1 - b2) * g * g;
+    s[2] = std::max(s[2], s[1]);  // before the bias correction, as torch Adam(amsgrad = true)
+    const double mhat = s[0] / (1 - std::pow(b1, t));
+    x -= lr * mhat / (std::sqrt(s[2] / (1 - std::pow(b2, t))) + eps);
+  });
+  for (double psi : {4e-3, 0.5}) {
+    NAdam rule{lr, b1, b2, eps, NAdam::pytorch, psi};
+    expect_matches_reference(rule, {0, 0, 1}, [&](double& x, double g, auto& s, int t) {
+      auto mu = [&](int i) { return b1 * (1 - 0.5 * std::pow(0.96, i * psi)); };
+      s[0] = b1 * s[0] + (1 - b1) * g;
+      s[1] = b2 * s[1] + (1 - b2) * g * g;
+      s[2] *= mu(t);  // the product mu_1 ... mu_t
+      const double mhat =
+          mu(t + 1) * s[0] / (1 - s[2] * mu(t + 1)) + (1 - mu(t)) * g / (1 - s[2]);
+      x -= lr * mhat / (std::sqrt(s[1] / (1 - std::pow(b2, t))) + eps);
+    });
+  }
+  // NAdam's variants keep different state: switching after setup is refused, naming both.
+  std::vector<fx::Tensor> model{fx::from_vector(std::vector<double>{1.0, 2.0})};
+  auto opt = setup(NAdam{}, model);
+  adjust(opt, [](NAdam& r) { r.variant = NAdam::pytorch; });
+  EXPECT_TRUE(fx::testing::throws_mentioning(
+      [&] { update(opt, model, std::vector<fx::Tensor>{fx::ones_like(model[0])}); },
+      {"NAdam", "pytorch", "optimisers_jl"}));
+}
+
+TEST(AllRules, VariantsByName) {
+  bool nadam = false, amsgrad = false, plain = false;
+  with_rule_named("nadam_pytorch", [&](auto r) {
+    if constexpr (std::is_same_v<decltype(r), NAdam>) nadam = r.variant == Variant::pytorch;
+  });
+  with_rule_named("amsgrad_pytorch", [&](auto r) {
+    if constexpr (std::is_same_v<decltype(r), AMSGrad>) amsgrad = r.variant == Variant::pytorch;
+  });
+  with_rule_named("nadam", [&](auto r) {
+    if constexpr (std::is_same_v<decltype(r), NAdam>)
+      plain = r.variant == Variant::optimisers_jl && r.lr == 1e-3;
+  });
+  EXPECT_TRUE(nadam);
+  EXPECT_TRUE(amsgrad);
+  EXPECT_TRUE(plain);
+  EXPECT_NE(rule_names().find("nadam_pytorch"), std::string::npos);
 }
 
 TEST(AllRules, F32RunsTheSameFormulas) {

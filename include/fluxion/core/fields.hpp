@@ -8,12 +8,14 @@
 //   };
 //   fx::for_each_tensor(layer, [](fx::Tensor& t) { ... });
 //   fx::zip_tensors([](fx::Tensor& p, const fx::Tensor& g) { ... }, model, grad);
+//   fx::zip_leaves([](auto& leaf) { ... }, model);   // numbers and strings too
 //
 // Containers walk into their elements: std::vector, std::array, std::tuple, std::pair,
 // std::optional and the values of std::map / std::unordered_map. Walking several objects in
 // lockstep requires them to have the same structure; a mismatch throws fx::Error.
 #pragma once
 #include <array>
+#include <complex>
 #include <map>
 #include <optional>
 #include <string>
@@ -61,55 +63,81 @@ constexpr std::string_view field_name(std::string_view names, size_t i) {
 }
 }  // namespace detail
 
-// Calls fn(x_leaf, y_leaf...) for each tensor leaf of x, with the leaves at the same place in ys.
+// Number types of higher layers (fx::Real, fx::Dual) declare themselves leaves by specialising
+// this beside their definition.
+template <class T>
+struct is_number_type : std::false_type {};
+
+namespace detail {
+template <class T> struct is_complex_number : std::false_type {};
+template <class T> struct is_complex_number<std::complex<T>> : std::true_type {};
+
+// A leaf: a value the walkers do not look inside.
+template <class T>
+constexpr bool is_leaf_v = std::is_same_v<T, Tensor> || std::is_arithmetic_v<T> ||
+                           is_complex_number<T>::value || std::is_same_v<T, std::string> ||
+                           std::is_enum_v<T> || is_number_type<T>::value;
+}  // namespace detail
+
+// The one lockstep traversal: calls fn(x_leaf, y_leaf...) for each leaf of x (a tensor, number,
+// complex number, string, enum or fx::is_number_type), with the leaves at the same place in ys.
+// fluxion/core/leaves.hpp says which types it walks completely (fx::Traversable).
 template <class Fn, class T, class... Ts>
-void zip_tensors(Fn&& fn, T& x, Ts&... ys);
+void zip_leaves(Fn&& fn, T& x, Ts&... ys);
 
 namespace detail {
 // Element I of x and of each y (tuples, pairs, or the std::tie of FX_FIELDS), walked in lockstep.
 // Plain function templates rather than nested generic lambdas: GCC 12 crashes on the latter.
 template <size_t I, class Fn, class TX, class... TYs>
-void zip_element(Fn& fn, TX& tx, TYs&... tys) {
-  zip_tensors(fn, std::get<I>(tx), std::get<I>(tys)...);
+void zip_leaf_element(Fn& fn, TX& tx, TYs&... tys) {
+  zip_leaves(fn, std::get<I>(tx), std::get<I>(tys)...);
 }
 template <class Fn, size_t... I, class TX, class... TYs>
-void zip_elements(Fn& fn, std::index_sequence<I...>, TX& tx, TYs&... tys) {
-  (zip_element<I>(fn, tx, tys...), ...);
+void zip_leaf_elements(Fn& fn, std::index_sequence<I...>, TX& tx, TYs&... tys) {
+  (zip_leaf_element<I>(fn, tx, tys...), ...);
 }
 template <class Fn, class TX, class... TYs>
-void zip_fields_of(Fn& fn, TX& tx, TYs... tys) {  // tys: std::tie tuples (cheap copies)
-  zip_elements(fn, std::make_index_sequence<std::tuple_size_v<TX>>{}, tx, tys...);
+void zip_leaf_fields_of(Fn& fn, TX& tx, TYs... tys) {  // tys: std::tie tuples (cheap copies)
+  zip_leaf_elements(fn, std::make_index_sequence<std::tuple_size_v<TX>>{}, tx, tys...);
 }
 inline void check_same_size(size_t a, size_t b) {
-  if (a != b) fail("fx::zip_tensors: containers of sizes ", a, " and ", b, " differ");
+  if (a != b) fail("fx::zip_leaves: containers of sizes ", a, " and ", b, " differ");
 }
 }  // namespace detail
 
 template <class Fn, class T, class... Ts>
-void zip_tensors(Fn&& fn, T& x, Ts&... ys) {
+void zip_leaves(Fn&& fn, T& x, Ts&... ys) {
   using U = std::remove_cvref_t<T>;
-  if constexpr (std::is_same_v<U, Tensor>) {
+  if constexpr (detail::is_leaf_v<U>) {
     fn(x, ys...);
   } else if constexpr (HasFields<U>) {
     auto tx = x.fx_fields();
-    detail::zip_fields_of(fn, tx, ys.fx_fields()...);
+    detail::zip_leaf_fields_of(fn, tx, ys.fx_fields()...);
   } else if constexpr (detail::is_vector<U>::value || detail::is_std_array<U>::value) {
     (detail::check_same_size(x.size(), ys.size()), ...);
-    for (size_t i = 0; i < x.size(); ++i) zip_tensors(fn, x[i], ys[i]...);
+    for (size_t i = 0; i < x.size(); ++i) zip_leaves(fn, x[i], ys[i]...);
   } else if constexpr (detail::is_tuple_like<U>::value) {
-    detail::zip_elements(fn, std::make_index_sequence<std::tuple_size_v<U>>{}, x, ys...);
+    detail::zip_leaf_elements(fn, std::make_index_sequence<std::tuple_size_v<U>>{}, x, ys...);
   } else if constexpr (detail::is_optional<U>::value) {
     ((ys.has_value() == x.has_value() ? void()
-                                      : detail::fail("fx::zip_tensors: optional values differ")),
+                                      : detail::fail("fx::zip_leaves: optional values differ")),
      ...);
-    if (x.has_value()) zip_tensors(fn, *x, *ys...);
+    if (x.has_value()) zip_leaves(fn, *x, *ys...);
   } else if constexpr (detail::is_map<U>::value) {
     (detail::check_same_size(x.size(), ys.size()), ...);
     for (auto& [k, v] : x) {
-      ((ys.count(k) ? void() : detail::fail("fx::zip_tensors: a map key is missing")), ...);
-      zip_tensors(fn, v, ys.find(k)->second...);
+      ((ys.count(k) ? void() : detail::fail("fx::zip_leaves: a map key is missing")), ...);
+      zip_leaves(fn, v, ys.find(k)->second...);
     }
   }
+}
+
+// zip_leaves with only the tensor leaves of x passed on: fn(x_tensor, y_leaf...).
+template <class Fn, class T, class... Ts>
+void zip_tensors(Fn&& fn, T& x, Ts&... ys) {
+  zip_leaves([&fn](auto& leaf, auto&... others) {
+    if constexpr (std::is_same_v<std::remove_cvref_t<decltype(leaf)>, Tensor>) fn(leaf, others...);
+  }, x, ys...);
 }
 
 template <class T, class Fn>

@@ -1,14 +1,16 @@
-// Every leaf of a structure, not only its tensors: numbers, complex numbers, strings and any
-// other value a struct lists in FX_FIELDS, walked in lockstep across structures of the same
-// shape. Gradients use it to give each leaf its derivative (or a zero) instead of a copy, and
-// scalar AD to rebind a class template S<double> to S<fx::Real> and back.
+// Which structures fluxion can walk, leaf by leaf: fx::zip_leaves visits every leaf, not only
+// tensors (numbers, complex numbers, strings and any other value a struct lists in FX_FIELDS),
+// in lockstep across structures of the same shape. Gradients use it to give each leaf its
+// derivative (or a zero) instead of a copy, and scalar AD to rebind a class template S<double>
+// to S<fx::Real> and back.
 //
 //   struct Params { fx::Tensor w; double s; int steps; FX_FIELDS(w, s, steps) };
 //   fx::zip_leaves([](auto& leaf) { /* fx::Tensor&, double&, int& */ }, params);
 //   static_assert(fx::Traversable<Params>);           // Tensor, numbers, containers, FX_FIELDS
 //   fx::require_traversable<Params, "fx::gradient">(); // a clear compile error otherwise
 //
-// Containers walk into their elements as in zip_tensors (fields.hpp): std::vector, std::array,
+// zip_leaves itself is in fluxion/core/fields.hpp, the one lockstep traversal (zip_tensors is
+// it with a Tensor-only filter): containers walk into their elements, std::vector, std::array,
 // std::tuple, std::pair, std::optional and the values of std::map / std::unordered_map.
 #pragma once
 #include <algorithm>
@@ -23,23 +25,6 @@
 namespace fx {
 
 namespace detail {
-template <class T> struct is_complex_number : std::false_type {};
-template <class T> struct is_complex_number<std::complex<T>> : std::true_type {};
-
-}  // namespace detail
-
-// Number types of higher layers (fx::Real, fx::Dual) declare themselves leaves by specialising
-// this beside their definition.
-template <class T>
-struct is_number_type : std::false_type {};
-
-namespace detail {
-// A leaf: a value the walkers do not look inside.
-template <class T>
-constexpr bool is_leaf_v = std::is_same_v<T, Tensor> || std::is_arithmetic_v<T> ||
-                           is_complex_number<T>::value || std::is_same_v<T, std::string> ||
-                           std::is_enum_v<T> || is_number_type<T>::value;
-
 // What walks as holding no parameters: functions, and lambdas used as layers (`Chain(
 // [](const Tensor& x) { return x * x; }, Dense(...))`). A lambda is empty, or (capturing) not
 // copy-assignable, unlike a user's struct that forgot FX_FIELDS.
@@ -97,52 +82,6 @@ constexpr void require_traversable() {
                 "this type cannot be walked by fluxion (gradient, pullback, optimisers, summary): "
                 "a struct must list its parameters with FX_FIELDS(...), and every listed field "
                 "must be a tensor, a number, a container of them or another FX_FIELDS struct");
-}
-
-// Calls fn(x_leaf, y_leaf...) for each leaf of x, with the leaves at the same place in ys.
-template <class Fn, class T, class... Ts>
-void zip_leaves(Fn&& fn, T& x, Ts&... ys);
-
-namespace detail {
-template <size_t I, class Fn, class TX, class... TYs>
-void zip_leaf_element(Fn& fn, TX& tx, TYs&... tys) {
-  zip_leaves(fn, std::get<I>(tx), std::get<I>(tys)...);
-}
-template <class Fn, size_t... I, class TX, class... TYs>
-void zip_leaf_elements(Fn& fn, std::index_sequence<I...>, TX& tx, TYs&... tys) {
-  (zip_leaf_element<I>(fn, tx, tys...), ...);
-}
-template <class Fn, class TX, class... TYs>
-void zip_leaf_fields_of(Fn& fn, TX& tx, TYs... tys) {  // tys: std::tie tuples (cheap copies)
-  zip_leaf_elements(fn, std::make_index_sequence<std::tuple_size_v<TX>>{}, tx, tys...);
-}
-}  // namespace detail
-
-template <class Fn, class T, class... Ts>
-void zip_leaves(Fn&& fn, T& x, Ts&... ys) {
-  using U = std::remove_cvref_t<T>;
-  if constexpr (detail::is_leaf_v<U>) {
-    fn(x, ys...);
-  } else if constexpr (HasFields<U>) {
-    auto tx = x.fx_fields();
-    detail::zip_leaf_fields_of(fn, tx, ys.fx_fields()...);
-  } else if constexpr (detail::is_vector<U>::value || detail::is_std_array<U>::value) {
-    (detail::check_same_size(x.size(), ys.size()), ...);
-    for (size_t i = 0; i < x.size(); ++i) zip_leaves(fn, x[i], ys[i]...);
-  } else if constexpr (detail::is_tuple_like<U>::value) {
-    detail::zip_leaf_elements(fn, std::make_index_sequence<std::tuple_size_v<U>>{}, x, ys...);
-  } else if constexpr (detail::is_optional<U>::value) {
-    ((ys.has_value() == x.has_value() ? void()
-                                      : detail::fail("fx::zip_leaves: optional values differ")),
-     ...);
-    if (x.has_value()) zip_leaves(fn, *x, *ys...);
-  } else if constexpr (detail::is_map<U>::value) {
-    (detail::check_same_size(x.size(), ys.size()), ...);
-    for (auto& [k, v] : x) {
-      ((ys.count(k) ? void() : detail::fail("fx::zip_leaves: a map key is missing")), ...);
-      zip_leaves(fn, v, ys.find(k)->second...);
-    }
-  }
 }
 
 }  // namespace fx

@@ -1,5 +1,7 @@
 // Rules by name, for command lines and configuration files: the name is the rule's type name in
-// lower case ("adam", "adamw", "rmsprop", ...), the rule has its documented defaults.
+// lower case ("adam", "adamw", "rmsprop", ...), the rule has its documented defaults. A rule with
+// a torch.optim variant (fluxion/optim/rules.hpp) has a second name with "_pytorch" appended:
+// "nadam_pytorch" is NAdam{.variant = NAdam::pytorch}, "amsgrad_pytorch" likewise.
 //
 //   fx::optim::with_rule_named("nadam", [&](auto rule) {   // rule: an fx::optim::NAdam{}
 //     rule.lr = 3e-4;
@@ -27,6 +29,7 @@ template <class R>
 struct NamedRule {
   using type = R;
   std::string_view name;
+  R rule{};  // what the name gives: the defaults, or a variant
 };
 // Every parameter-writing rule of fluxion/optim/rules.hpp (the gradient transforms are chained
 // in code, not named alone).
@@ -38,10 +41,12 @@ inline constexpr std::tuple kNamedRules{
     NamedRule<OAdam>{"oadam"},       NamedRule<AdaGrad>{"adagrad"},
     NamedRule<AdaDelta>{"adadelta"}, NamedRule<AMSGrad>{"amsgrad"},
     NamedRule<NAdam>{"nadam"},       NamedRule<AdamW>{"adamw"},
-    NamedRule<AdaBelief>{"adabelief"}, NamedRule<Lion>{"lion"}};
+    NamedRule<AdaBelief>{"adabelief"}, NamedRule<Lion>{"lion"},
+    NamedRule<NAdam>{"nadam_pytorch", NAdam{.variant = Variant::pytorch}},
+    NamedRule<AMSGrad>{"amsgrad_pytorch", AMSGrad{.variant = Variant::pytorch}}};
 }  // namespace detail
 
-// The known names, comma-separated, in the order of fluxion/optim/rules.hpp.
+// The known names, comma-separated, in the order of fluxion/optim/rules.hpp, then the variants.
 inline std::string rule_names() {
   std::string out;
   std::apply([&](const auto&... r) { ((out += (out.empty() ? "" : ", ") + std::string(r.name)), ...); },
@@ -49,13 +54,14 @@ inline std::string rule_names() {
   return out;
 }
 
-// Calls fn with the default-constructed rule called `name`.
+// Calls fn with the rule called `name` (a copy: fn may change its hyperparameters).
 template <class Fn>
 void with_rule_named(std::string_view name, Fn&& fn) {
   const bool found = std::apply(
       [&](const auto&... r) {
-        return ((r.name == name &&
-                 (fn(typename std::remove_cvref_t<decltype(r)>::type{}), true)) || ...);
+        return ((r.name == name && (fn(typename std::remove_cvref_t<decltype(r)>::type(r.rule)),
+                                    true)) ||
+                ...);
       },
       detail::kNamedRules);
   if (!found)

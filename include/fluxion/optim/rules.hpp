@@ -16,8 +16,9 @@
 //
 // Below, x is a parameter, dx its gradient, t the leaf's step count (1 at the first update) and
 // every formula is per element. Defaults and formulas are Optimisers.jl's; where PyTorch's
-// torch.optim differs, the comment says how its hyperparameters map onto these (the oracle test
-// tests/oracle/optim_oracle_test.cpp runs both for 100 steps).
+// torch.optim differs, the comment says how its hyperparameters map onto these, or (NAdam,
+// AMSGrad) which `variant` reproduces it (the oracle test tests/oracle/optim_oracle_test.cpp runs
+// both for 100 steps).
 #pragma once
 #include <cstdint>
 
@@ -25,6 +26,10 @@
 #include "fluxion/ops/create.hpp"
 
 namespace fx::optim {
+
+// Which published algorithm a rule follows where Optimisers.jl and torch.optim differ (NAdam,
+// AMSGrad): Optimisers.jl's by default; `pytorch` reproduces torch.optim's trajectory.
+enum class Variant { optimisers_jl, pytorch };
 
 // x -= lr * dx                                                         (torch SGD, same lr)
 struct Descent {
@@ -226,37 +231,59 @@ struct AdaDelta {
 
 // m = b1 m + (1 - b1) dx;  v = b2 v + (1 - b2) dx^2;  vmax = max(vmax, v);
 // x -= lr m / (sqrt(vmax) + eps), with m, v, vmax starting at eps.
-// This is Optimisers.jl's AMSGrad: no bias correction. torch Adam(amsgrad = true) bias-corrects
-// m and vmax, a different trajectory that no choice of these hyperparameters reproduces.
+// This is Optimisers.jl's AMSGrad (the default, variant = optimisers_jl): no bias correction.
+// variant = pytorch is torch Adam(amsgrad = true) instead: m, v, vmax start at 0, the maximum is
+// taken of v before its bias correction, and
+// x -= lr / (1 - b1^t) * m / (sqrt(vmax) / sqrt(1 - b2^t) + eps).
+// The state is the same for both; `variant` chooses the formula at each step.
 struct AMSGrad {
   static constexpr bool loops_only = true;  // see fluxion/optim/update.hpp
+  using enum Variant;                       // AMSGrad{.variant = AMSGrad::pytorch}
   double lr = 1e-3;
   double beta1 = 0.9;
   double beta2 = 0.999;
   double eps = 1e-8;
+  Variant variant = optimisers_jl;
   struct State {
     Tensor m, v, vmax;
+    int64_t step = 0;  // only the pytorch variant's bias corrections read it
     FX_FIELDS(m, v, vmax)
+    FX_STATE(step)
   };
   State init(const Tensor& p) const {
-    return {full_like(p, eps), full_like(p, eps), full_like(p, eps)};
+    const double start = variant == pytorch ? 0.0 : eps;
+    return {full_like(p, start), full_like(p, start), full_like(p, start), 0};
   }
   void apply(State& s, const Tensor& param, const Tensor& grad) const;
 };
 
-// Nesterov Adam, Optimisers.jl's form: m and v as Adam;
+// Nesterov Adam, Optimisers.jl's form (the default, variant = optimisers_jl): m and v as Adam;
 // x -= lr (b1 m / (1 - b1^(t+1)) + (1 - b1) dx / (1 - b1^t)) / (sqrt(b2 v / (1 - b2^t)) + eps)
-// torch NAdam differs twice: its momentum decays, mu_t = b1 (1 - 0.96^(t psi) / 2) with
-// psi = momentum_decay = 4e-3 (psi = 0 gives b1 / 2, not b1), and its denominator has no b2
-// factor; no hyperparameters map one onto the other, so NAdam is checked by hand, not by torch.
+// variant = pytorch is torch NAdam (Dozat's schedule): with psi = momentum_decay,
+// mu_t = b1 (1 - 0.96^(t psi) / 2) and P_t = mu_1 ... mu_t,
+// x -= lr (mu_(t+1) m / (1 - P_t mu_(t+1)) + (1 - mu_t) dx / (1 - P_t))
+//         / (sqrt(v / (1 - b2^t)) + eps).
+// momentum_decay is read by the pytorch variant only; torch's default lr is 2e-3, not 1e-3.
+// The pytorch variant keeps P_t in its state, so `variant` cannot change after setup.
 struct NAdam {
   static constexpr bool loops_only = true;  // see fluxion/optim/update.hpp
+  using enum Variant;                       // NAdam{.variant = NAdam::pytorch}
   double lr = 1e-3;
   double beta1 = 0.9;
   double beta2 = 0.999;
   double eps = 1e-8;
-  using State = Adam::State;
-  State init(const Tensor& p) const { return {zeros_like(p), zeros_like(p), 0}; }
+  Variant variant = optimisers_jl;
+  double momentum_decay = 4e-3;
+  struct State {
+    Tensor m, v;
+    int64_t step = 0;
+    Tensor mu_product;  // P_t as a 0-d f64 tensor (saved with the state); pytorch variant only
+    FX_FIELDS(m, v)
+    FX_STATE(step, mu_product)
+  };
+  State init(const Tensor& p) const {
+    return {zeros_like(p), zeros_like(p), 0, variant == pytorch ? scalar(1.0, f64) : Tensor()};
+  }
   void apply(State& s, const Tensor& param, const Tensor& grad) const;
 };
 

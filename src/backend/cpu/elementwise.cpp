@@ -2,6 +2,7 @@
 #include "backend/backends.hpp"
 #include "backend/cpu/loops.hpp"
 #include "backend/cpu/vector_math.hpp"
+#include "backend/cpu/thresholds.hpp"
 #include "backend/math.hpp"
 #include "ops/fused.hpp"
 
@@ -52,9 +53,8 @@ void map2(const Tensor& out, const Tensor& a, const Tensor& b, F f) {
           // other and out run contiguously through it: the repeated row is laid out in a
           // buffer of whole periods once, and the column becomes flat runs of that length
           // (a loop of w < 16 per row vectorised poorly: 2x slower at w = 10).
-          constexpr int64_t kRun = 256;
-          const int64_t per = std::min(rows, std::max<int64_t>(1, kRun / w));
-          T rep[kRun];  // per * w <= kRun, as w < 16
+          const int64_t per = std::min(rows, std::max<int64_t>(1, kRepeatedRowRun / w));
+          T rep[kRepeatedRowRun];  // per * w <= kRepeatedRowRun, as w < 16
           const T* row = rs[1] == 0 ? x : y;
           for (int64_t i = 0; i < per; ++i)
             for (int64_t j = 0; j < w; ++j) rep[i * w + j] = row[j];

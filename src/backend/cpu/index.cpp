@@ -17,6 +17,7 @@
 
 #include "backend/backends.hpp"
 #include "backend/cpu/loops.hpp"
+#include "backend/cpu/thresholds.hpp"
 
 namespace fx::backend::cpu {
 namespace {
@@ -235,7 +236,7 @@ void scatter_kernel(const Tensor& out, const Tensor& src, const I* ip, const Ind
   int split = -1;  // the dimension threads divide: outermost long enough, else the longest
   if (threads > 1) {
     for (int d = 0; d < L.nd && split < 0; ++d)
-      if (L.st[0][d] != 0 && L.shape[d] >= 8 * threads) split = d;
+      if (L.st[0][d] != 0 && L.shape[d] >= kScatterSplitMinPerThread * threads) split = d;
     for (int d = 0; d < L.nd && split < 0; ++d)
       if (L.st[0][d] != 0 && L.shape[d] >= threads &&
           (split < 0 || L.shape[d] > L.shape[split]))
@@ -352,9 +353,9 @@ bool slice_set(const KernelCall& c) {
   return true;
 }
 
-// Output bytes per tile in concat: the tile of out stays in cache while every input writes its
-// part of it, so narrow pieces (stack along a late axis) do not each sweep the whole output.
-constexpr int64_t kConcatTileBytes = 64 << 10;
+// concat copies the output a tile of kConcatTileBytes at a time: the tile of out stays in cache
+// while every input writes its part of it, so narrow pieces (stack along a late axis) do not each
+// sweep the whole output.
 
 bool concat(const KernelCall& c) {
   const Tensor& out = c.out;

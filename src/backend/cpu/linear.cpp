@@ -24,6 +24,7 @@
 #include "backend/backends.hpp"
 #include "backend/cpu/gemm.hpp"
 #include "backend/cpu/vector_math.hpp"
+#include "backend/cpu/thresholds.hpp"
 #include "backend/math.hpp"
 #include "fluxion/ops/linalg.hpp"
 #include "ops/fused.hpp"
@@ -157,13 +158,12 @@ bool linear_backward(const KernelCall& c) {
     T* dx = wants & 1 ? o : nullptr;
     T* dw = wants & 2 ? o + (dx ? m * k : 0) : nullptr;
     T* db = wants & 4 ? o + (dx ? m * k : 0) + (dw ? n * k : 0) : nullptr;
-    // Each thread takes at least kSplitMin columns of dz and rows of dx: with fewer, its BLAS
+    // Each thread takes at least kLinearSplitMin columns of dz and rows of dx: with fewer, its BLAS
     // calls cost more than they save. The MLP's last layer (n = 10) took 12.9 us per pullback on
     // two threads against 11.3 us on one, whose products take the matmul kernel's small paths.
-    constexpr int64_t kSplitMin = 16;
     const int threads =
         int(std::min<int64_t>(gemm_threads(std::min(m, n), (dx && dw ? 2 : 1) * m * n * k),
-                              std::max<int64_t>(1, std::min(m, n) / kSplitMin)));
+                              std::max<int64_t>(1, std::min(m, n) / kLinearSplitMin)));
     // db's partial sums, one row of n per thread.
     const Tensor partial = db ? Tensor::empty({threads, n}, f64, Device::cpu) : Tensor();
     if (threads <= 1) {

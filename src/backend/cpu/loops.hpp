@@ -9,11 +9,10 @@
 #include <complex>
 #include <utility>
 
+#include "backend/cpu/thresholds.hpp"
 #include "fluxion/core/tensor.hpp"
 
 namespace fx::backend::cpu {
-
-inline constexpr int64_t kParallelMin = 1 << 15;  // elements below which threads cost more
 
 // Runs run.template operator()<T>() for f32, f64, c64 and c128; declines anything else.
 template <class Run>
@@ -95,20 +94,20 @@ bool disagree_on_unit_axis(const Layout<K>& L) {
   return false;
 }
 
-// A 2-d layout walked in square tiles (rows of kTile elements, kTile rows at a time), so the lines
-// a transposed operand brings in are all used before they leave L1. Row tiles split across threads.
+// A 2-d layout walked in square tiles (rows of kTransposeTile elements, kTransposeTile rows at a
+// time), so the lines a transposed operand brings in are all used before they leave L1. Row tiles
+// split across threads.
 template <int K, class Row>
 void run_tiles(const Layout<K>& L, Row& row, int threads) {
-  constexpr int64_t kTile = 32;
   const int64_t nrows = L.shape[0], inner = L.shape[1];
-  const int64_t row_tiles = (nrows + kTile - 1) / kTile;
+  const int64_t row_tiles = (nrows + kTransposeTile - 1) / kTransposeTile;
   int64_t inner_st[K];
   for (int k = 0; k < K; ++k) inner_st[k] = L.st[k][1];
   auto tiles = [&](int64_t b0, int64_t b1) {
     for (int64_t b = b0; b < b1; ++b) {
-      const int64_t r0 = b * kTile, r1 = std::min(nrows, r0 + kTile);
-      for (int64_t j0 = 0; j0 < inner; j0 += kTile) {
-        const int64_t n = std::min(kTile, inner - j0);
+      const int64_t r0 = b * kTransposeTile, r1 = std::min(nrows, r0 + kTransposeTile);
+      for (int64_t j0 = 0; j0 < inner; j0 += kTransposeTile) {
+        const int64_t n = std::min(kTransposeTile, inner - j0);
         for (int64_t r = r0; r < r1; ++r) {
           int64_t off[K];
           for (int k = 0; k < K; ++k) off[k] = r * L.st[k][0] + j0 * L.st[k][1];
@@ -163,7 +162,7 @@ void run_rows(const Layout<K>& L, Row&& row, bool tiles = true) {
   if (tiles && nd == 2 && nrows > 1 && inner > 1 && disagree_on_unit_axis(L)) {
     // A strided element costs ~4x a contiguous one (no vectors, a line per column): threads pay
     // from a quarter of the usual size (a 128 x 128 activation's pullback).
-    run_tiles(L, row, team_for(total, kParallelMin / 4));
+    run_tiles(L, row, team_for(total, kTiledParallelMin));
     return;
   }
   if (threads <= 1) {
@@ -226,13 +225,12 @@ int64_t flat_serial(const Tensor& out, const In&... ins) {
 // doubles would touch a new line per element and run slower than the short rows did.
 template <int K>
 void prefer_long_rows(Layout<K>& L) {
-  constexpr int64_t kShortRow = 5;
   const int last = L.nd - 1;
   if (last < 1 || L.shape[last] >= kShortRow) return;
   int best = last;
   for (int d = 0; d < last; ++d)
     if (L.shape[d] > L.shape[best]) best = d;
-  if (L.shape[best] < 4 * L.shape[last]) return;
+  if (L.shape[best] < kLongRowFactor * L.shape[last]) return;
   std::swap(L.shape[best], L.shape[last]);
   for (int k = 0; k < K; ++k) std::swap(L.st[k][best], L.st[k][last]);
 }
@@ -243,7 +241,6 @@ void prefer_long_rows(Layout<K>& L) {
 // row loop inside, and returns true; otherwise returns false and does nothing.
 template <class Column>
 bool fold_short_rows(const Layout<3>& L, Column&& column) {
-  constexpr int64_t kFoldBelow = 16;
   const int last = L.nd - 1;
   if (last < 1 || L.shape[last] >= kFoldBelow || L.st[0][last] != 1) return false;
   const int64_t s1 = L.st[1][last], s2 = L.st[2][last];

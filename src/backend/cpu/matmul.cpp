@@ -14,6 +14,7 @@
 #include "backend/backends.hpp"
 #include "backend/cpu/gemm.hpp"
 #include "backend/cpu/loops.hpp"
+#include "backend/cpu/thresholds.hpp"
 #include "ops/fused.hpp"
 
 namespace fx::backend::cpu {
@@ -30,8 +31,8 @@ bool as_blas(int64_t rows, int64_t cols, int64_t rs, int64_t cs, BlasMatrix& m) 
   return false;
 }
 
-namespace {
-// f32 products above kOnednnMinGemm and up to kOnednnMaxGemm (m n k, about 64^3 and 400^3) go to
+// f32 products above kOnednnMinGemm and up to kOnednnMaxGemm (thresholds.hpp; m n k, about 64^3
+// and 400^3) go to
 // oneDNN's sgemm; smaller and larger ones and every other dtype to OpenBLAS. Measured on the
 // 2-core AMD EPYC machine, each library called directly (f32, interleaved, best of 7): oneDNN ran
 // the MLP's five products (m, n, k from 128 to 784) 5% faster than OpenBLAS at one thread and 9%
@@ -42,10 +43,6 @@ namespace {
 // 15.1-16.0 us through oneDNN's sgemm, and 10.4-10.8 us against 14.5-14.8 us at two threads
 // (the two side by side). Alone in a hot cache the two libraries ran these within 10% of each
 // other.
-constexpr int64_t kOnednnMinGemm = int64_t(1) << 18;
-constexpr int64_t kOnednnMaxGemm = int64_t(1) << 26;
-
-}  // namespace
 
 template <class T>
 void gemm(bool ta, bool tb, int64_t m, int64_t n, int64_t k, const T* a, int64_t lda,
@@ -84,7 +81,7 @@ void gemm(bool ta, bool tb, int64_t m, int64_t n, int64_t k, const T* a, int64_t
 // OpenMP build of OpenBLAS runs single-threaded inside a parallel region; a pthread build would
 // start its own threads inside ours, so it keeps its own threading). Our split never splits k:
 // every element of C is summed by one call. Below kParallelGemm (m*n*k: a few microseconds of
-// work) or kGemmRowsMin rows per thread the split costs more than it saves.
+// work) or kGemmRowsMin rows per thread (thresholds.hpp) the split costs more than it saves.
 //
 // When B is the largest of the three matrices (n > m and k > m: Dense's x @ W^T, W^T 784 x 256
 // against a 128-row batch), C is split by columns instead, so each thread reads half of B, not
@@ -108,9 +105,6 @@ void gemm(bool ta, bool tb, int64_t m, int64_t n, int64_t k, const T* a, int64_t
 // the matmul primitive; every other product is. For the other shapes our split was as fast or
 // faster.
 namespace {
-constexpr int64_t kParallelGemm = int64_t(1) << 17;
-constexpr int64_t kGemmRowsMin = 4;
-
 // Whether OpenBLAS is the OpenMP build (openblas_get_parallel() == 2), whose calls run
 // single-threaded inside our team instead of starting threads of their own.
 bool blas_runs_in_our_team() {
@@ -172,10 +166,9 @@ void gemm_split(bool ta, bool tb, int64_t m, int64_t n, int64_t k, const T* a, i
   }
 }
 
-// Products this small cost less as a plain loop than as a BLAS call (argument checks, thread
-// dispatch): the LSTM overhead benchmark's 4-wide cells are the case in point.
-constexpr int64_t kTinyGemm = 512;  // m * n * k
-constexpr int64_t kSmallGemm = 1000000;  // m * n * k: OpenBLAS's small-matrix kernel range
+// Products of at most kTinyGemm multiply-adds (thresholds.hpp) cost less as a plain loop than as
+// a BLAS call (argument checks, thread dispatch): the LSTM overhead benchmark's 4-wide cells are
+// the case in point.
 
 template <class T>
 void tiny_gemm(int64_t m, int64_t n, int64_t k, const T* a, int64_t ars, int64_t acs,
@@ -202,17 +195,14 @@ void tiny_gemm(int64_t m, int64_t n, int64_t k, const T* a, int64_t ars, int64_t
     }
 }
 
-// Narrow products: at most kNarrowCols columns of out and an inner dimension of at most
-// kNarrowInner (the GMM's K batches of (N x D) @ (D x D), D = 10, forward and dA). OpenBLAS's
-// small-matrix kernel ran these at 0.8 ns per output element with a batch in L2 but 1.35-1.4 ns
-// once the (K, N, D) operand lived in L3 (it sweeps A once per panel of columns). Here a block of
-// R rows of out stays in registers as whole vectors while p runs over the inner dimension, so A
-// is read once and each packed row of B is used R times: 0.85 ns in L2 and L3 alike (x86-64-v3).
-// Each element sums its products in order p = 0..k-1. Wider rows (D = 16) ran slower than
-// OpenBLAS and stay with it.
-constexpr int64_t kNarrowCols = 12;
-constexpr int64_t kNarrowInner = 16;
-constexpr int64_t kNarrowRowsPerTask = 256;  // rows of out per task when threads split the work
+// Narrow products (thresholds.hpp): at most kNarrowCols columns of out and an inner dimension of
+// at most kNarrowInner (the GMM's K batches of (N x D) @ (D x D), D = 10, forward and dA).
+// OpenBLAS's small-matrix kernel ran these at 0.8 ns per output element with a batch in L2 but
+// 1.35-1.4 ns once the (K, N, D) operand lived in L3 (it sweeps A once per panel of columns).
+// Here a block of R rows of out stays in registers as whole vectors while p runs over the inner
+// dimension, so A is read once and each packed row of B is used R times: 0.85 ns in L2 and L3
+// alike (x86-64-v3). Each element sums its products in order p = 0..k-1. Wider rows (D = 16) ran
+// slower than OpenBLAS and stay with it.
 
 // out rows [i0, i1) (row-major, N columns) = A(i, :) b, A(i, p) = a[i ars + p acs], b packed
 // row-major k x N.
@@ -243,11 +233,9 @@ void narrow_rows(int64_t i0, int64_t i1, int64_t k, const T* a, int64_t ars, int
   }
 }
 
-// Rows per block: enough independent accumulators to cover the multiply-add latency, few
-// enough that they stay in the 16 vector registers (4 rows of 10 spilled and ran 1.3x slower).
-template <int N>
-inline constexpr int kNarrowBlock = N <= 4 ? 8 : N <= 8 ? 4 : 3;
-
+// kNarrowBlock<N> (thresholds.hpp), rows per block: enough independent accumulators to cover the
+// multiply-add latency, few enough that they stay in the 16 vector registers (4 rows of 10
+// spilled and ran 1.3x slower).
 template <class T, int... Ns>
 void narrow_dispatch(int64_t n, int64_t i0, int64_t i1, int64_t k, const T* a, int64_t ars,
                      int64_t acs, const T* b, T* out, std::integer_sequence<int, Ns...>) {
@@ -375,7 +363,7 @@ bool matmul_into(const Tensor& a, const Tensor& b, const Tensor& out, GemmEpilog
   // sends through the packing GEMM path: 2-4x slower at these sizes. A transposed B that small
   // is cheap to transpose into a scratch buffer (k n copies against m n k multiply-adds), so the
   // call becomes plain times plain.
-  const bool pack_b = !ma.trans && mb.trans && m >= 8 && m * n * k <= kSmallGemm;
+  const bool pack_b = !ma.trans && mb.trans && m >= kPackBMinRows && m * n * k <= kSmallGemm;
   Tensor scratch = pack_b ? Tensor::empty({k, n}, a.dtype(), Device::cpu) : Tensor();
   auto run = [&]<class T>() {
     T* op = out.data<T>();

@@ -29,17 +29,16 @@
 
 #include "backend/cpu/gemm.hpp"
 #include "backend/cpu/loops.hpp"
+#include "backend/cpu/thresholds.hpp"
 #include "backend/math.hpp"
 
 namespace fx::backend::cpu {
 namespace {
 
-// m n k multiply-adds: from about 50^3 the primitive beat sgemm in training (above); up to about
-// 400^3, where matmul.cpp hands f32 products from oneDNN to OpenBLAS.
-constexpr int64_t kMinWork = int64_t(1) << 17;
-constexpr int64_t kMaxWork = int64_t(1) << 26;
-// Primitives a thread keeps: a model's distinct layer shapes, at both thread counts, with room.
-constexpr size_t kCacheEntries = 32;
+// kPrimitiveMinWork..kPrimitiveMaxWork (m n k multiply-adds, thresholds.hpp): from about 50^3
+// the primitive beat sgemm in training (above); up to about 400^3, where matmul.cpp hands f32
+// products from oneDNN to OpenBLAS. Each thread keeps kPrimitiveCacheEntries primitives: a
+// model's distinct layer shapes, at both thread counts, with room.
 
 struct Key {
   int64_t m, n, k, lda, ldb;
@@ -119,7 +118,7 @@ Entry& entry_for(const Key& key) {
   thread_local std::deque<Entry> cache;
   for (Entry& e : cache)
     if (e.key == key) return e;
-  if (cache.size() == kCacheEntries) cache.pop_front();
+  if (cache.size() == kPrimitiveCacheEntries) cache.pop_front();
   cache.push_back(make_entry(key));
   return cache.back();
 }
@@ -132,8 +131,8 @@ bool onednn_matmul(const Tensor& a, const Tensor& b, const Tensor& out, const Ge
   const int64_t m = a.shape()[0], k = a.shape()[1], n = b.shape()[1];
   const int64_t work = m * n * k;
   // a dense by rows, b the transpose of a dense (n, k) weight: the shape measured above.
-  if (work < kMinWork || work > kMaxWork || a.stride(1) != 1 || a.stride(0) < k ||
-      b.stride(0) != 1 || b.stride(1) < k || !out.is_contiguous())
+  if (work < kPrimitiveMinWork || work > kPrimitiveMaxWork || a.stride(1) != 1 ||
+      a.stride(0) < k || b.stride(0) != 1 || b.stride(1) < k || !out.is_contiguous())
     return false;
   const Tensor* bias = epi.described ? epi.bias : nullptr;
   if (bias && (bias->dtype() != f32 || bias->ndim() != 1 || bias->shape()[0] != n ||
@@ -156,7 +155,7 @@ bool onednn_matmul(const Tensor& a, const Tensor& b, const Tensor& out, const Ge
   stream.wait();
   if (act == Epilogue::relu) {
     float* o = out.data<float>();
-    split_range(m, team_for(m * n, kParallelMin / 8), [&](int64_t r0, int64_t r1) {
+    split_range(m, team_for(m * n, kReluEpilogueParallelMin), [&](int64_t r0, int64_t r1) {
       relu_in_place(o + r0 * n, (r1 - r0) * n);
     });
   }

@@ -15,6 +15,7 @@
 #include "backend/backends.hpp"
 #include "backend/cpu/loops.hpp"
 #include "backend/cpu/vector_math.hpp"
+#include "backend/cpu/thresholds.hpp"
 #include "ops/fused.hpp"
 
 namespace fx::backend::cpu {
@@ -42,8 +43,8 @@ bool split_reduction(const KernelCall& c, SplitReduction& r) {
   return true;
 }
 
-// Below this many elements a row (or block) is short enough that per-row loop overhead dominates.
-constexpr int64_t kShortRun = 8;
+// Below kShortRun elements (thresholds.hpp) a row (or block) is short enough that per-row loop
+// overhead dominates.
 
 // A summed term: x for sum, x^2 for sum_squares (squared where it is loaded, so the squares are
 // never stored). The two reductions share every loop below.
@@ -80,9 +81,8 @@ void sum_fixed_rows(const T* p, int64_t rows, T* out) {
   }
 }
 
-// Rows of 8..16 values: the widths a sum over a short last axis (the GMM's D = 10) or an
-// unbroadcast of a short trailing axis sees.
-constexpr int64_t kFixedRowMax = 16;
+// Rows of kShortRun..kFixedRowMax (8..16) values: the widths a sum over a short last axis (the
+// GMM's D = 10) or an unbroadcast of a short trailing axis sees.
 
 // fn(std::integral_constant<int, w>) for w in kShortRun..kFixedRowMax.
 template <class Fn, int... Ws>
@@ -111,10 +111,11 @@ bool sum(const KernelCall& c) {
       // A few terms per output (a sum over a short last axis): a loop per output costs more
       // than its additions, so add term j of every output at once. Same order of additions
       // as the loop below; only where the element type is already the accumulator type.
-      constexpr int64_t kBlock = 1024;  // outputs per block: stays in L1 across the j sweeps
-      split_range((outer + kBlock - 1) / kBlock, threads, [&](int64_t b0, int64_t b1) {
-        for (int64_t b = b0 * kBlock; b < std::min(outer, b1 * kBlock); b += kBlock) {
-          const int64_t e = std::min(outer, b + kBlock);
+      // Blocks of kShortSumBlock outputs stay in L1 across the j sweeps.
+      constexpr int64_t B = kShortSumBlock;
+      split_range((outer + B - 1) / B, threads, [&](int64_t b0, int64_t b1) {
+        for (int64_t b = b0 * B; b < std::min(outer, b1 * B); b += B) {
+          const int64_t e = std::min(outer, b + B);
           for (int64_t o = b; o < e; ++o)  // 0 + x: -0 sums to +0
             op[o] = T(0) + term<Square>(xp[o * red]);
           for (int64_t j = 1; j < red; ++j)
@@ -327,8 +328,7 @@ bool logsumexp(const KernelCall& c) {
     // batch at a time and go through one vector_map call per batch: a classifier's loss has
     // blocks of 10 or so, where a call per block cost more than its exponentials (a 128 x 10
     // logitcrossentropy and its gradient: 11 us, of which a quarter was those calls).
-    constexpr int64_t kBatchValues = 2048;
-    const int64_t rows = std::min(outer, std::max<int64_t>(1, kBatchValues / red));
+    const int64_t rows = std::min(outer, std::max<int64_t>(1, kLogsumexpBatchValues / red));
     std::vector<T> t(static_cast<size_t>(rows * red)), shift(static_cast<size_t>(rows));
     for (int64_t o0 = 0; o0 < outer; o0 += rows) {
       const int64_t nr = std::min(rows, outer - o0);
@@ -368,18 +368,17 @@ int64_t per_row_stride(const Tensor& t, int64_t rows) {
 bool logsumexp_backward(const KernelCall& c) {
   const Tensor &dy = c.in[0], &x = c.in[1], &y = c.in[2];
   if (!is_floating(x.dtype())) return false;
-  constexpr int64_t kChunk = 256;
   auto run = [&]<class T>() {
     const T *dp = dy.data<T>(), *xp = x.data<T>(), *yp = y.data<T>();
     T* o = c.out.data<T>();
     const int64_t rows = x.ndim() == 2 ? x.shape()[0] : 0, red = x.ndim() == 2 ? x.shape()[1] : 0;
     const int64_t ds = per_row_stride(dy, rows), ys = per_row_stride(y, rows);
-    if (red > 0 && red <= kChunk && ds >= 0 && ys >= 0 && x.is_contiguous() &&
+    if (red > 0 && red <= kLogsumexpChunk && ds >= 0 && ys >= 0 && x.is_contiguous() &&
         c.out.is_contiguous()) {
-      const int64_t per = kChunk / red, batches = (rows + per - 1) / per;
+      const int64_t per = kLogsumexpChunk / red, batches = (rows + per - 1) / per;
       split_range(batches, team_for(rows * red), [&](int64_t b0, int64_t b1) {
         for (int64_t b = b0; b < b1; ++b) {
-          T t[kChunk];
+          T t[kLogsumexpChunk];
           const int64_t r0 = b * per, nr = std::min(per, rows - r0);
           for (int64_t r = 0; r < nr; ++r) {
             const T* xr = xp + (r0 + r) * red;
@@ -398,9 +397,9 @@ bool logsumexp_backward(const KernelCall& c) {
     }
     run_rows<4>(layout_of<4>(c.out, {&dy, &x, &y}),
                 [&](const int64_t* off, int64_t n, const int64_t* st) {
-                  T t[kChunk];
-                  for (int64_t j0 = 0; j0 < n; j0 += kChunk) {
-                    const int64_t len = std::min(kChunk, n - j0);
+                  T t[kLogsumexpChunk];
+                  for (int64_t j0 = 0; j0 < n; j0 += kLogsumexpChunk) {
+                    const int64_t len = std::min(kLogsumexpChunk, n - j0);
                     const T* xr = xp + off[2] + j0 * st[2];
                     const T* yr = yp + off[3] + j0 * st[3];
                     for (int64_t j = 0; j < len; ++j) t[j] = xr[j * st[2]] - yr[j * st[3]];
@@ -444,7 +443,7 @@ struct ClassProblem {
   // sums; shift[r] the shifts. Batches run across threads when the logits are large.
   template <class T, class Fn>
   void batches(const T* x, Fn fn) const {
-    const int64_t per = std::max<int64_t>(1, 2048 / classes);
+    const int64_t per = std::max<int64_t>(1, kLogsumexpBatchValues / classes);
     const int64_t count = (rows + per - 1) / per;
     split_range(count, team_for(rows * classes), [&](int64_t b0, int64_t b1) {
       std::vector<T> t(static_cast<size_t>(per * classes));
