@@ -1,5 +1,6 @@
-// Discrete Fourier transforms of complex tensors along one axis (or two), through FFTW on the
-// CPU, differentiable in both modes. Real inputs are converted to complex first.
+// Discrete Fourier transforms of complex tensors along one axis (or two), any length, through
+// Eigen's FFT module on the CPU (FFTW with -DFLUXION_WITH_FFTW=ON), differentiable in both modes.
+// Real inputs are converted to complex first.
 //
 //   fx::Tensor x = fx::randn({8, 64}, fx::f64);
 //   fx::Tensor X = fx::fft(x);              // c128 [8, 64]: X[k] = sum_n x[n] e^{-2 pi i k n / 64}
