@@ -14,6 +14,7 @@ jobs=$(nproc)
 echo "== checks"
 ./scripts/check_layers.sh
 ./scripts/check_headers.sh
+./scripts/check_header_examples.sh
 
 echo "== build (Release)"
 cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=Release -DFLUXION_TESTS=ON -DFLUXION_BENCH=ON \
