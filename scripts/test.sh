@@ -15,6 +15,7 @@ echo "== checks"
 ./scripts/check_layers.sh
 ./scripts/check_headers.sh
 ./scripts/check_header_examples.sh
+./scripts/check_doc_code.sh
 
 echo "== build (Release)"
 cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=Release -DFLUXION_TESTS=ON -DFLUXION_BENCH=ON \
