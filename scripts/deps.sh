@@ -1,16 +1,24 @@
 #!/usr/bin/env bash
 # Installs fluxion's build and test dependencies from Debian's packages (run as root).
 # Safe to re-run: apt-get is skipped when every package is already installed.
+#
+#   ./scripts/deps.sh              # build, tests, benchmarks (docs/dependencies.md: licences)
+#   ./scripts/deps.sh --minimal    # just the library and the demo
+#   ./scripts/deps.sh --with-fftw  # also FFTW (GPL), for -DFLUXION_WITH_FFTW=ON
 set -euo pipefail
 
 packages=(build-essential cmake ninja-build pkg-config git
-          libopenblas-dev libopenblas-openmp-dev liblapacke-dev libdnnl-dev zlib1g-dev libfftw3-dev libhwy-dev
+          libopenblas-dev libopenblas-openmp-dev liblapacke-dev libdnnl-dev zlib1g-dev libhwy-dev
           nlohmann-json3-dev libpng-dev libgtest-dev libeigen3-dev libboost-dev python3-venv
           libtorch-dev dataset-fashion-mnist)
 if [[ "${1:-}" == "--minimal" ]]; then  # the demo needs no test or peer libraries
   packages=(build-essential cmake ninja-build pkg-config libopenblas-dev libopenblas-openmp-dev liblapacke-dev
-            libdnnl-dev zlib1g-dev libfftw3-dev libhwy-dev nlohmann-json3-dev libpng-dev
+            libdnnl-dev zlib1g-dev libhwy-dev libeigen3-dev nlohmann-json3-dev libpng-dev
             dataset-fashion-mnist)
+fi
+# FFTW is GPL: only for a build that opts in with -DFLUXION_WITH_FFTW=ON.
+if [[ "${1:-}" == "--with-fftw" ]]; then
+  packages+=(libfftw3-dev)
 fi
 
 missing=()

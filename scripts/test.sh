@@ -9,11 +9,13 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 jobs=$(nproc)
 
-./scripts/deps.sh
+./scripts/deps.sh --with-fftw  # FFTW only for the FLUXION_WITH_FFTW compile check below
 
 echo "== checks"
 ./scripts/check_layers.sh
 ./scripts/check_headers.sh
+./scripts/check_header_examples.sh
+./scripts/check_doc_code.sh
 
 echo "== build (Release)"
 cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=Release -DFLUXION_TESTS=ON -DFLUXION_BENCH=ON \
@@ -29,6 +31,11 @@ ctest --test-dir build -j "$jobs" --output-on-failure --timeout 600
 
 echo "== safetensors files read and written by Python's safetensors package"
 ./tests/io/python_interop.sh build/tests/safetensors_interop build/pyenv
+
+echo "== FLUXION_WITH_FFTW=ON still compiles (its FFT kernel only: seconds)"
+cmake -S . -B build-fftw -G Ninja -DCMAKE_BUILD_TYPE=Release -DFLUXION_WITH_FFTW=ON \
+  -DFLUXION_TESTS=OFF -DFLUXION_BENCH=OFF -DFLUXION_EXAMPLES=OFF -DFLUXION_WITH_TORCH=OFF >/dev/null
+cmake --build build-fftw --target CMakeFiles/fluxion.dir/src/backend/cpu/fft_fftw.cpp.o >/dev/null
 
 echo "== install + find_package(fluxion) from a downstream project"
 cmake --install build --prefix build/install >/dev/null

@@ -3,6 +3,7 @@
 //
 //   #include <fluxion/fluxion.hpp>
 //   auto model = fx::nn::Chain(fx::nn::Dense(784, 256, fx::relu), fx::nn::Dense(256, 10));
+//   fx::Tensor x = fx::randn({32, 784}), y = fx::zeros({32}, fx::i64);
 //   auto opt = fx::optim::setup(fx::optim::Adam(1e-3), model);
 //   auto [loss, grad] = fx::withgradient(
 //       [&](const auto& m) { return fx::logitcrossentropy(m(x), y); }, model);

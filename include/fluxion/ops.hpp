@@ -1,6 +1,7 @@
 // Every public op: creation, elementwise, reductions, views, matmul, indexing.
 //
 //   #include <fluxion/ops.hpp>
+//   fx::Tensor x = fx::randn({32, 8}), w = fx::randn({4, 8}), b = fx::zeros({4});
 //   auto y = fx::sum(fx::tanh(fx::matmul(x, w.t()) + b), {1});
 #pragma once
 #include "fluxion/ops/complex.hpp"

@@ -2,9 +2,9 @@
 // labels; boolean holds masks (one byte per element); c64/c128 are std::complex<float/double>.
 //
 //   auto x = fx::zeros({2, 3}, fx::f64);
-//   if (fx::is_floating(x.dtype())) ...
-//   fx::visit_dtype(x.dtype(), [&]<class T>() { T* p = x.data<T>(); ... });      // real dtypes
-//   fx::visit_dtype_all(x.dtype(), [&]<class T>() { ... });                      // and complex
+//   bool real = fx::is_floating(x.dtype());                                      // true
+//   fx::visit_dtype(x.dtype(), [&]<class T>() { T* p = x.data<T>(); p[0] = 1; });  // real dtypes
+//   fx::visit_dtype_all(x.dtype(), [&]<class T>() { x.data<T>()[1] = T(2); });     // and complex
 //
 // Most code is written for ordered, real element types, so visit_dtype rejects complex tensors
 // with an error; kernels that also handle std::complex (arithmetic, sums, copies, indexing) use

@@ -1,5 +1,6 @@
 // fx::Error: the one exception type fluxion throws for bad input.
 //
+//   fx::Tensor a = fx::ones({3, 4}), b = fx::ones({5, 6});
 //   try { fx::matmul(a, b); }
 //   catch (const fx::Error& e) { std::cerr << e.what(); }
 //   // "fx::matmul: (3, 4) @ (5, 6): inner dimensions 4 and 5 differ"

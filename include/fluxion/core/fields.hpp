@@ -6,9 +6,10 @@
 //     double scale = 1;                 // not listed: a hyperparameter, never walked
 //     FX_FIELDS(w, b)
 //   };
-//   fx::for_each_tensor(layer, [](fx::Tensor& t) { ... });
-//   fx::zip_tensors([](fx::Tensor& p, const fx::Tensor& g) { ... }, model, grad);
-//   fx::zip_leaves([](auto& leaf) { ... }, model);   // numbers and strings too
+//   Affine layer{fx::randn({3, 2}), fx::zeros({3})}, grad{fx::ones({3, 2}), fx::ones({3})};
+//   fx::for_each_tensor(layer, [](fx::Tensor& t) { t = t * 2; });
+//   fx::zip_tensors([](fx::Tensor& p, const fx::Tensor& g) { p = p - 0.1 * g; }, layer, grad);
+//   fx::zip_leaves([](auto& leaf) { (void)leaf; }, layer);   // numbers and strings too
 //
 // Containers walk into their elements: std::vector, std::array, std::tuple, std::pair,
 // std::optional and the values of std::map / std::unordered_map. Walking several objects in

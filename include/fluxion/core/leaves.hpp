@@ -5,6 +5,7 @@
 // to S<fx::Real> and back.
 //
 //   struct Params { fx::Tensor w; double s; int steps; FX_FIELDS(w, s, steps) };
+//   Params params{fx::ones({2}), 0.5, 10};
 //   fx::zip_leaves([](auto& leaf) { /* fx::Tensor&, double&, int& */ }, params);
 //   static_assert(fx::Traversable<Params>);           // Tensor, numbers, containers, FX_FIELDS
 //   fx::require_traversable<Params, "fx::gradient">(); // a clear compile error otherwise

@@ -3,6 +3,7 @@
 // (BA) and hand tracking.
 //
 //   fx::data::GmmInput g = fx::data::read_gmm("/work/shared/adbench/gmm/1k/gmm_d10_K25.txt");
+//   const int c = 0, j = 1, i = 2;
 //   g.d, g.k, g.n;                 // 10, 25, 1000
 //   g.means[c * g.d + j];          // mean of component c, coordinate j
 //   g.icf[c * g.icf_size() + j];   // j < d: log Q_c[j][j]; then Q_c's strictly-lower entries

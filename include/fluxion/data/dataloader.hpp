@@ -6,8 +6,9 @@
 //                                           {.batch = 128, .shuffle = true, .seed = 1})) {
 //     // x: (128, 784) f32, y: (128,) i64; the last batch holds the remaining 96 samples
 //   }
+//   fx::Tensor y = fx::tensor({3, 0, 9}, fx::i64), scores = fx::randn({3, 10});
 //   fx::Tensor t = fx::data::onehot(y, 10);           // (B,) i64 -> (B, 10) f32
-//   fx::Tensor pred = fx::data::onecold(model(x));    // (B, 10) -> (B,) i64 argmax
+//   fx::Tensor pred = fx::data::onecold(scores);      // (B, 10) -> (B,) i64 argmax
 //
 // Each begin() starts an epoch; with shuffle, epoch e visits the samples in an order drawn from
 // (seed, e) alone, so runs repeat exactly and every epoch sees every sample once. A batch is a

@@ -3,7 +3,7 @@
 //   fx::data::Dataset train = fx::data::fashion_mnist(fx::data::kFashionMnistDir, "train");
 //   train.images.shape();   // (60000, 784) f32 in [0, 1]
 //   train.labels.shape();   // (60000,) i64
-//   for (auto [x, y] : fx::data::DataLoader(train, {.batch = 128})) { ... }
+//   for (auto [x, y] : fx::data::DataLoader(train, {.batch = 128})) { /* x: (128, 784) */ }
 //
 // It is a plain pair of tensors rather than an interface with virtual `get(i)`: batches are cut
 // from whole tensors with memcpy, which is what keeps a data loader off the profile.

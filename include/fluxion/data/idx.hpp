@@ -1,9 +1,9 @@
 // IDX files (the MNIST family's format) and the Fashion-MNIST dataset.
 //
 //   auto train = fx::data::fashion_mnist();                  // /usr/share/datasets/fashion-mnist
-//   auto test = fx::data::fashion_mnist(dir, "test");        // t10k-*-ubyte.gz
+//   auto test = fx::data::fashion_mnist(fx::data::kFashionMnistDir, "test");  // t10k-*-ubyte.gz
 //   fx::Tensor raw = fx::data::read_idx("train-labels-idx1-ubyte.gz", fx::i64);   // (60000,)
-//   fx::data::write_idx("x.idx.gz", x, fx::data::IdxType::f32, {.gzip = true});
+//   fx::data::write_idx("x.idx.gz", train.images, fx::data::IdxType::f32, {.gzip = true});
 //
 // read_idx reads gzip-compressed and plain files alike (zlib passes plain files through) and
 // converts the stored values, unscaled, to the requested dtype. An IDX header is 2 zero bytes, a

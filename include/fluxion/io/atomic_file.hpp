@@ -1,9 +1,11 @@
 // AtomicFile: write a file so that a crash, a kill or a full disk mid-write never leaves a damaged
 // file in its place: readers see either the old file or the complete new one.
 //
+//   const std::string header = "{}";
+//   fx::Tensor tensor = fx::zeros({4});
 //   fx::io::AtomicFile f("run/model.safetensors");   // writes "run/.model.safetensors.tmp.<pid>.<n>"
 //   f.write(header.data(), header.size());
-//   f.write(tensor.raw_data(), bytes);
+//   f.write(tensor.raw_data(), tensor.numel() * 4);
 //   f.commit();                                       // fsync, rename over the target, fsync the dir
 //
 // Without commit() (an exception, an early return) the destructor removes the temporary file and

@@ -1,6 +1,7 @@
 // The safetensors file format (Hugging Face): named tensors plus string metadata, readable from
 // Python (`safetensors.numpy.load_file`), PyTorch and Rust without running any code.
 //
+//   fx::Generator gen(1);
 //   fx::io::TensorMap tensors{{"w", fx::randn({3, 4}, gen)}, {"step", fx::scalar(10, fx::i64)}};
 //   fx::io::write_safetensors("run/t.safetensors", tensors, {{"note", "hello"}});
 //   fx::io::SafetensorsFile f = fx::io::read_safetensors("run/t.safetensors");

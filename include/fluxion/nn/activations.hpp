@@ -2,6 +2,7 @@
 // plus composites written with public ops, so none of them needs a gradient rule of its own.
 //
 //   auto layer = fx::nn::Dense(784, 256, fx::gelu);      // any Activation fits a layer
+//   fx::Tensor x = fx::randn({32, 784}), logits = fx::randn({32, 10});
 //   auto p = fx::softmax(logits);                        // rows sum to 1 (last axis)
 //   auto lp = fx::logsoftmax(logits, 0);                 // or along a chosen axis
 //   auto y = fx::leakyrelu(x, 0.2);                      // with a non-default slope

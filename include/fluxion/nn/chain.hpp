@@ -2,6 +2,7 @@
 //
 //   auto model = fx::nn::Chain(fx::nn::Dense(784, 256, fx::relu),
 //                              fx::nn::Dense(256, 10));
+//   fx::Tensor x = fx::randn({32, 784});
 //   auto logits = model(x);                               // (N, 784) -> (N, 10)
 //   auto& first = std::get<0>(model.layers);              // a layer, by position
 //   auto mixed = fx::nn::Chain(fx::nn::Dense(4, 4), fx::Activation(fx::softmax),

@@ -1,10 +1,12 @@
 // Dense: the fully connected layer y = act(x @ weight^T + bias), batch-first as in PyTorch.
 //
 //   auto d = fx::nn::Dense(784, 256, fx::relu);          // weight (256, 784), bias (256,)
+//   fx::Tensor x = fx::randn({32, 784});
 //   auto y = d(x);                                       // (N, 784) -> (N, 256)
 //   fx::Generator gen(7);
 //   auto r = fx::nn::Dense(3, 2, fx::identity, gen);     // reproducible initial weights
 //   auto nb = fx::nn::Dense(3, 2, fx::tanh, /*bias=*/false);
+//   fx::Tensor w = fx::randn({2, 3}), b = fx::zeros({2});
 //   auto fixed = fx::nn::Dense(w, b, fx::sigmoid);       // from given tensors
 //
 // The weight starts glorot_uniform (Flux's default), the bias at zero. Without a bias the field

@@ -5,6 +5,7 @@
 //   std::vector<fx::Tensor> ps = fx::nn::trainables(model);     // weight, bias, weight, bias
 //   int64_t n = fx::nn::parameter_count(model);                  // 203530
 //   auto m64 = fx::nn::fmap([](const fx::Tensor& t) { return t.astype(fx::f64); }, model);
+//   auto grad = fx::nn::fmap([](const fx::Tensor& t) { return fx::ones_like(t); }, model);
 //   auto step = fx::nn::fmap([](const fx::Tensor& p, const fx::Tensor& g) { return p - 0.1 * g; },
 //                            model, grad);                       // several models in lockstep
 //   std::cout << fx::nn::summary(model);

@@ -1,6 +1,10 @@
 // Loss functions, following Flux's names and conventions: each returns a 0-d tensor, the mean
 // over the batch (for the cross-entropies, the sum over classes, then the mean over samples).
 //
+//   auto model = fx::nn::Dense(784, 10);
+//   fx::Tensor x = fx::randn({32, 784}), labels = fx::zeros({32}, fx::i64);
+//   fx::Tensor onehot = fx::data::onehot(labels, 10), yhat = fx::randn({32}), y = fx::randn({32});
+//   fx::Tensor scores = fx::randn({32}), targets = fx::rand({32});
 //   auto loss = fx::logitcrossentropy(model(x), labels);   // logits (N, C), labels i64 (N,)
 //   auto same = fx::logitcrossentropy(model(x), onehot);   // or one-hot / probabilities (N, C)
 //   auto l2 = fx::mse(yhat, y);                              // mean((yhat - y)^2)

@@ -1,6 +1,8 @@
 // Choosing and watching backends in tests: run code on the reference (oracle) kernels only, and
 // count which primitives ran and which backend served each kernel call.
 //
+//   #include <gtest/gtest.h>
+//   fx::Tensor x = fx::randn({1000});
 //   fx::Tensor fast = fx::tanh(x);                             // default dispatch: tuned first
 //   fx::Tensor slow;
 //   {

@@ -1,6 +1,8 @@
 // Gradient checking: compares reverse-mode derivatives with central finite differences in f64,
 // along random directions, up to second order.
 //
+//   #include <gtest/gtest.h>
+//   fx::Tensor x = fx::randn({4, 3}), w = fx::randn({3, 2});
 //   auto f = [](const fx::Tensor& x, const fx::Tensor& w) { return fx::tanh(fx::matmul(x, w)); };
 //   auto r = fx::testing::gradcheck(f, x, w);          // every tensor leaf promoted to f64
 //   EXPECT_TRUE(r) << r;                                // prints analytic vs numeric on failure

@@ -1,5 +1,6 @@
 // Small helpers for tests: seeded random tensors and checking error messages.
 //
+//   #include <gtest/gtest.h>
 //   auto x = fx::testing::randn({4, 8}, {.seed = 2});
 //   EXPECT_TRUE(fx::testing::throws_mentioning([] { fx::zeros({2}) + fx::zeros({3}); },
 //                                              {"add", "(2,)", "(3,)"}));

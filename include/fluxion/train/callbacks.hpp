@@ -2,8 +2,16 @@
 // learning-rate reduction and throttled logging. Each is an object with a few hooks; a user's
 // own callback derives from fx::train::Callback the same way.
 //
+//   auto model = fx::nn::Chain(fx::nn::Dense(784, 32, fx::relu), fx::nn::Dense(32, 10));
+//   fx::Tensor x = fx::randn({256, 784}), y = fx::zeros({256}, fx::i64);
+//   auto opt = fx::optim::setup(fx::optim::Adam{}, model);
+//   fx::data::DataLoader loader(x, y, {.batch = 64});
+//   auto loss = [](const auto& m, const fx::Tensor& x, const fx::Tensor& y) {
+//     return fx::logitcrossentropy(m(x), y);
+//   };
 //   auto eval = fx::train::evaluate([&] {
-//     return fx::train::Metrics{{"val_loss", val_loss(model)}, {"val_accuracy", acc(model)}};
+//     return fx::train::Metrics{{"val_loss", loss(model, x, y).item()},
+//                               {"val_accuracy", fx::train::accuracy(model, x, y)}};
 //   }, {.every_steps = 200});                                    // 0: at every epoch's end
 //   auto stop = fx::train::early_stopping({.monitor = "val_loss", .patience = 3});
 //   auto plateau = fx::train::reduce_lr_on_plateau({.monitor = "val_loss", .factor = 0.5});

@@ -3,12 +3,15 @@
 // epoch and step, named random streams, the DataLoader's shuffle position and a schedule
 // position.
 //
+//   auto model = fx::nn::Chain(fx::nn::Dense(784, 32, fx::relu), fx::nn::Dense(32, 10));
+//   fx::Tensor x = fx::randn({256, 784}), y = fx::zeros({256}, fx::i64);
+//   auto opt = fx::optim::setup(fx::optim::Adam{}, model);
 //   fx::Generator gen(1);
 //   fx::data::DataLoader loader(x, y, {.batch = 128, .shuffle = true, .seed = 1});
 //   fx::train::Checkpoint ck{.epoch = 2, .step = 938, .generators = {{"init", &gen}},
 //                            .loader = &loader};
 //   fx::train::save_checkpoint("run/checkpoint.safetensors", model, opt, ck);   // atomic
-//   ...
+//   // ... later, or in another process:
 //   fx::train::Checkpoint back{.generators = {{"init", &gen}}, .loader = &loader};
 //   fx::train::load_checkpoint("run/checkpoint.safetensors", model, opt, back);
 //   // back.epoch == 2, back.step == 938; model, opt, gen and loader are as they were

@@ -2,6 +2,9 @@
 // OpenMP threads, each thread differentiates its share on a tape of its own, and the shares'
 // losses and gradients are combined, weighted by their sizes.
 //
+//   auto model = fx::nn::Chain(fx::nn::Dense(784, 32, fx::relu), fx::nn::Dense(32, 10));
+//   fx::Tensor x = fx::randn({256, 784}), y = fx::zeros({256}, fx::i64);
+//   auto opt = fx::optim::setup(fx::optim::Adam{}, model);
 //   auto loss_fn = [](const auto& m, const fx::Tensor& x, const fx::Tensor& y) {
 //     return fx::logitcrossentropy(m(x), y);           // a mean over the batch
 //   };

@@ -1,6 +1,10 @@
 // fx::train::fit: the training loop -- epochs over a DataLoader, a loss, an optimiser step per
 // batch, a progress bar, metrics to a History and a CSV file, checkpoints, callbacks.
 //
+//   auto model = fx::nn::Chain(fx::nn::Dense(784, 32, fx::relu), fx::nn::Dense(32, 10));
+//   auto train = fx::data::fashion_mnist();
+//   auto test = fx::data::fashion_mnist(fx::data::kFashionMnistDir, "test");
+//   const fx::Tensor &tx = test.images, &ty = test.labels;
 //   auto opt = fx::optim::setup(fx::optim::Adam{}, model);
 //   fx::data::DataLoader loader(train.images, train.labels, {.batch = 128, .shuffle = true});
 //   auto loss = [](const auto& m, const fx::Tensor& x, const fx::Tensor& y) {

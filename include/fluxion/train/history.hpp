@@ -3,7 +3,7 @@
 //
 //   fx::train::History h;
 //   h.add({.step = 100, .epoch = 1, .name = "loss", .value = 0.52});
-//   for (auto [step, value] : h.series("loss")) ...
+//   for (auto [step, value] : h.series("loss")) std::cout << step << " " << value << "\n";
 //   h.write_csv("run/metrics.csv");                    // step,epoch,metric,value
 //   fx::train::History back = fx::train::History::read_csv("run/metrics.csv");
 //

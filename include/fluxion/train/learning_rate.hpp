@@ -1,6 +1,7 @@
 // The learning-rate hook training code goes through (schedules, plateau reduction, checkpoints),
 // on top of fx::optim::adjust and fx::optim::for_each_learning_rate.
 //
+//   auto model = fx::nn::Dense(4, 2);
 //   auto opt = fx::optim::setup(fx::optim::Adam{}, model);
 //   std::optional<double> lr = fx::train::learning_rate(opt);   // 0.001
 //   fx::train::set_learning_rate(opt, 1e-4);                    // false if no rule has one

@@ -1,7 +1,11 @@
 // Small evaluation helpers for training loops: classification accuracy of a model over a
 // dataset, and a running mean for the loss shown on a progress bar.
 //
+//   auto model = fx::nn::Dense(784, 10);
+//   auto test = fx::data::fashion_mnist(fx::data::kFashionMnistDir, "test");
 //   double acc = fx::train::accuracy(model, test.images, test.labels);   // in [0, 1]
+//   fx::Tensor x = test.images, l = fx::logitcrossentropy(model(x), test.labels);
+//   fx::train::ProgressBar bar(1);
 //   fx::train::RunningMean loss;
 //   loss.add(l.item(), x.size(0));       // weighted by batch size
 //   bar.update({{"loss", loss.value()}});

@@ -1,6 +1,12 @@
 // plot_history: training and validation curves from a History, as a PNG (encoded by libpng).
 //
-//   fx::train::History h = fx::train::fit(model, opt, loader, loss, {...});
+//   auto model = fx::nn::Dense(784, 10);
+//   auto opt = fx::optim::setup(fx::optim::Adam{}, model);
+//   fx::data::DataLoader loader(fx::randn({256, 784}), fx::zeros({256}, fx::i64), {.batch = 64});
+//   auto loss = [](const auto& m, const fx::Tensor& x, const fx::Tensor& y) {
+//     return fx::logitcrossentropy(m(x), y);
+//   };
+//   fx::train::History h = fx::train::fit(model, opt, loader, loss, {.epochs = 2});
 //   fx::train::plot_history(h, "run/curves.png");                   // every "...loss..." series
 //   fx::train::plot_history(h, "run/acc.png", {.series = {"test_accuracy"}, .title = "accuracy"});
 //

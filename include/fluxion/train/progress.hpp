@@ -1,8 +1,9 @@
 // ProgressBar: step/total, a bar, rate, ETA and named metrics for a training loop.
 //
+//   fx::data::DataLoader loader(fx::randn({256, 784}), fx::zeros({256}, fx::i64), {.batch = 64});
 //   fx::train::ProgressBar bar(loader.size(), {.label = "epoch 1/5"});
 //   for (auto [x, y] : loader) {
-//     ...
+//     double running_loss = fx::mean(fx::square(x)).item();   // a training step goes here
 //     bar.update({{"loss", running_loss}});
 //   }
 //   bar.finish();

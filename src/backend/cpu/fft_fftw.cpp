@@ -1,5 +1,7 @@
-// FFTs through FFTW's guru interface: one plan covers every transform of a call, reading the
-// input through its own strides (views need no copy) and writing the contiguous output.
+// FFTs through FFTW's guru interface (built only with -DFLUXION_WITH_FFTW=ON: FFTW is GPL, so
+// the default build uses fft_eigen.cpp instead). One plan covers every transform of a call,
+// reading the input through its own strides (views need no copy) and writing the contiguous
+// output.
 //
 // FFTW's planner is not thread-safe (execution is), so planning and destroying plans hold one
 // lock. Plans use FFTW_ESTIMATE: planning then costs microseconds, does not touch the arrays,
