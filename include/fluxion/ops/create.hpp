@@ -1,8 +1,9 @@
 // Making tensors: constants, ranges, copies of C++ data, and seeded random numbers.
 //
+//   fx::Generator gen(42);
 //   auto z = fx::zeros({2, 3});                      // f32 zeros
-//   auto x = fx::tensor({1.0, 2.0, 3.0}, fx::f64);    // from a list
-//   auto w = fx::randn({256, 784}, gen);             // fx::Generator gen(42);
+//   auto x = fx::tensor({1.0, 2.0, 3.0}, fx::f64);   // from a list
+//   auto w = fx::randn({256, 784}, gen);             // reproducible: the same gen seed, the same w
 //   auto i = fx::arange(10, fx::i64);
 #pragma once
 #include <array>

@@ -1,5 +1,6 @@
 // Elementwise math with broadcasting, comparisons, `where` and dtype conversion.
 //
+//   fx::Tensor x = fx::randn({4, 3}), a = fx::randn({4, 1}), b = fx::randn({3});
 //   auto y = fx::tanh(x * 0.5 + 0.1);
 //   auto z = a + b;                    // (4, 1) + (3,) -> (4, 3): inputs are expanded views
 //   auto m = fx::where(x > 0, x, 0.0);

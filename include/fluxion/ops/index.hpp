@@ -1,8 +1,13 @@
 // Indexing with integer tensors.
 //
-//   auto rows = fx::index_select(table, 0, ids);       // ids: i64 (K,) -> (K, F)
-//   auto picked = fx::gather(logp, 1, labels_2d);      // out[i][j] = x[i][idx[i][j]]
-//   auto acc = fx::scatter_add(fx::zeros({4, 3}), 0, idx, src);
+//   fx::Tensor table = fx::randn({100, 16}), ids = fx::tensor({3, 7, -1}, fx::i64);
+//   auto rows = fx::index_select(table, 0, ids);       // ids: i64 (K,) -> (K, F); -1: row 99
+//   fx::Tensor logp = fx::logsoftmax(fx::randn({8, 10}), 1);
+//   fx::Tensor labels_2d = fx::zeros({8, 1}, fx::i64);
+//   auto picked = fx::gather(logp, 1, labels_2d);      // out[i][j] = x[i][idx[i][j]]: (8, 1)
+//   fx::Tensor idx = fx::tensor({0, 2, 0, 3, 3, 1}, fx::i64).reshape({2, 3});
+//   fx::Tensor src = fx::ones({2, 3});                 // the same shape as idx
+//   auto acc = fx::scatter_add(fx::zeros({4, 3}), 0, idx, src);   // out[idx[i][j]][j] += src[i][j]
 //
 // Indices are i64 or i32, and negative ones count from the end as in Python (-1 is the last
 // element of the axis), in every backend and in the gradients. Anything outside [-n, n) on an

@@ -1,9 +1,11 @@
 // Matrix products through OpenBLAS and oneDNN, and the fused affine map of a dense layer.
 //
+//   fx::Tensor x = fx::randn({32, 64}), w = fx::randn({16, 64}), bias = fx::zeros({16});
 //   auto y = fx::matmul(x, w.t());   // (N, in) @ (in, out); transposed views cost no copy
-//   auto z = fx::matmul(a, b);       // (B, m, k) @ (k, n): batch dims broadcast
-//   auto v = fx::matmul(m, x);       // (m, k) @ (k,) -> (m,)
-//   auto h = fx::linear(x, w, b, fx::Epilogue::relu);   // relu(x @ w^T + b), one primitive
+//   fx::Tensor a = fx::randn({5, 3, 4}), b = fx::randn({4, 2}), m = fx::randn({16, 32});
+//   auto z = fx::matmul(a, b);       // (B, m, k) @ (k, n): batch dims broadcast -> (5, 3, 2)
+//   auto v = fx::matmul(m, fx::ones({32}));          // (m, k) @ (k,) -> (m,)
+//   auto h = fx::linear(x, w, bias, fx::Epilogue::relu);   // relu(x @ w^T + b), one primitive
 #pragma once
 #include "fluxion/core/tensor.hpp"
 

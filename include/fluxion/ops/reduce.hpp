@@ -1,11 +1,12 @@
 // Reductions over chosen axes.
 //
-//   fx::sum(x);                          // all elements -> 0-d
-//   fx::mean(x, {0});                     // (N, F) -> (F,)
-//   fx::max(x, {-1}, /*keepdim=*/true);   // (N, F) -> (N, 1)
-//   fx::argmax(x, -1);                    // (N, F) -> (N,) i64
-//   fx::sum_squares(x, {-1});             // (N, F) -> (N,): sum(square(x), -1) in one pass
-//   fx::all(fx::isfinite(x), {1});        // (N, F) -> (N,) bool: rows without NaN or Inf
+//   fx::Tensor x = fx::randn({32, 10});    // (N, F)
+//   fx::sum(x);                            // all elements -> 0-d
+//   fx::mean(x, {0});                      // (N, F) -> (F,)
+//   fx::max(x, {-1}, /*keepdim=*/true);    // (N, F) -> (N, 1)
+//   fx::argmax(x, -1);                     // (N, F) -> (N,) i64
+//   fx::sum_squares(x, {-1});              // (N, F) -> (N,): sum(square(x), -1) in one pass
+//   fx::all(fx::isfinite(x), {1});         // (N, F) -> (N,) bool: rows without NaN or Inf
 #pragma once
 #include <cstdint>
 #include <initializer_list>

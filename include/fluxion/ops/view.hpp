@@ -1,10 +1,11 @@
 // Shape and layout ops. Most are views that share storage with their input.
 //
-//   auto v = x.reshape({4, -1});           // -1 is inferred
+//   fx::Tensor x = fx::randn({8, 12}), bias = fx::randn({12});
+//   auto v = x.reshape({4, -1});           // -1 is inferred: (4, 24)
 //   auto t = fx::transpose(x, 0, 1);       // strided view
 //   auto s = fx::slice(x, 1, 2, 10, 2);    // x[:, 2:10:2]
-//   auto b = fx::expand(bias, {N, F});     // stride-0 view
-//   auto c = fx::concat({a, b}, 0);
+//   auto b = fx::expand(bias, {8, 12});    // stride-0 view
+//   auto c = fx::concat({x, b}, 0);        // (16, 12)
 #pragma once
 #include <cstdint>
 #include <vector>
