@@ -1,8 +1,15 @@
 // In-place updates and element/slice assignment, differentiable.
 //
-//   fx::Tensor buf = fx::zeros({n});
-//   for (int i = 0; i < n; ++i) buf.at({i}) = fx::sin(fx::select(x, 0, i)) * i;  // fill a buffer
-//   h += fx::tanh(h);   m.slice_assign(1, 0, 4, fx::ones({4}));   z.copy_(y);   w.fill_(0);
+//   int n = 5;
+//   fx::Tensor x = fx::randn({n});
+//   auto f = [&](const fx::Tensor& x) {
+//     fx::Tensor buf = fx::zeros({n});
+//     for (int i = 0; i < n; ++i) buf.at({i}) = fx::sin(fx::select(x, 0, i)) * i;  // fill a buffer
+//     return fx::sum(buf);
+//   };
+//   fx::Tensor g = fx::gradient(f, x);   // g[i] = i cos(x[i]): the gradient flows through the writes
+//   fx::Tensor h = fx::randn({3, 4}), m = fx::zeros({3, 8}), z = fx::empty({3, 4}), w = fx::ones({4});
+//   h += fx::tanh(h);   m.slice_assign(1, 0, 4, fx::ones({4}));   z.copy_(h);   w.fill_(0);
 //
 // Each update writes the tensor's storage (so views of it see the change) and, when a
 // differentiation is watching, records the new value as a function of the old value and the

@@ -4,13 +4,17 @@
 // (batch axes of two operands broadcast).
 //
 //   #include <fluxion/linalg.hpp>
+//   fx::Generator gen(0);
 //   fx::Tensor a = fx::randn({4, 3, 3}, gen, fx::f64) + 3 * fx::linalg::eye(3, fx::f64);
-//   fx::Tensor x = fx::linalg::solve(a, b);                  // a x = b, four systems
-//   fx::Tensor l = fx::linalg::cholesky(fx::matmul(a, a.t()));  // lower, l l^T = a a^T
-//   auto [w, v] = fx::linalg::eigh(s);                       // ascending eigenvalues, columns of v
+//   fx::Tensor b = fx::randn({4, 3, 2}, gen, fx::f64);
+//   fx::Tensor x = fx::linalg::solve(a, b);                  // a x = b, four systems: (4, 3, 2)
+//   fx::Tensor spd = fx::matmul(a, a.t());                   // symmetric positive definite
+//   fx::Tensor l = fx::linalg::cholesky(spd);                // lower, l l^T = a a^T
+//   auto [w, v] = fx::linalg::eigh(spd);                     // ascending eigenvalues, columns of v
 //   auto [u, sv, vh] = fx::linalg::svd(a);                   // reduced: a = u diag(sv) vh
-//   fx::Tensor g = fx::gradient([](const fx::Tensor& a) { return fx::linalg::logdet(a); }, spd);
-//   auto [s, l] = fx::linalg::slogdet(z);   // z c128: sign c128 with |sign| = 1, l f64
+//   fx::Tensor g = fx::gradient([](const fx::Tensor& a) { return fx::sum(fx::linalg::logdet(a)); }, spd);
+//   fx::Tensor z = fx::complex(a, fx::randn({4, 3, 3}, gen, fx::f64));
+//   auto [sign, logabs] = fx::linalg::slogdet(z);            // z c128: sign c128 with |sign| = 1, f64
 //
 // Derivatives, both modes, are the published rules that JAX and PyTorch use, written in fluxion
 // ops so that they differentiate again (Hessians through a solve or an eigh are fine):

@@ -2,12 +2,16 @@
 // forward (shape rule + kernel dispatch, or a view), what its pullback needs saved, and the
 // pullback itself, written with fluxion's public ops so that it is differentiable again.
 //
-//   // y = tanh(x); dx = dy * (1 - y^2). Reads only y, so the tape keeps y and drops x.
-//   fx::Primitive tanh_p = {
-//       .name = "tanh", .forward = fx::elementwise_forward, .saves = fx::saves_output,
+//   // y = tanh(x); dx = dy * (1 - y^2). Reads only y, so the tape keeps y and drops x. Static: a
+//   // tape refers to its primitives. (The built-in tanh_p is this; its kernels, which
+//   // elementwise_forward dispatches to, come from each backend's fx::register_kernel calls.)
+//   static fx::Primitive tanh_p = {
+//       .name = "tanh", .forward = fx::elementwise_forward, .saves = fx::saves::output,
 //       .pullback = [](const fx::PullbackArgs& a, const fx::Tensor& dy, fx::Tensor* dx) {
-//         dx[0] = dy * (1 - a.output() * a.output()); }};
-//   fx::Tensor tanh(const fx::Tensor& x) { return fx::bind(tanh_p, {x}); }
+//         dx[0] = dy * (1 - a.output() * a.output()); },
+//       .jvp = [](const fx::JvpArgs& a, const fx::Tensor* dx) {
+//         return dx[0] * (1 - a.output() * a.output()); }};
+//   auto my_tanh = [](const fx::Tensor& x) { return fx::bind(tanh_p, {x}); };
 //
 // `bind` runs the forward and, when a differentiation is recording and an input is tracked, adds
 // one node to the tape. Transformations never look at which primitive they run: they only call
