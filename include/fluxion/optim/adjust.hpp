@@ -1,22 +1,26 @@
 // Changing an optimiser after setup: freeze and thaw subtrees, adjust hyperparameters.
 //
 //   using fx::optim::OptimiserChain, fx::optim::ClipGrad, fx::optim::Adam;
+//   auto model = fx::nn::Chain(fx::nn::Dense(784, 32, fx::relu), fx::nn::Dense(32, 10));
 //   auto opt = fx::optim::setup(OptimiserChain(ClipGrad{1}, Adam{}), model);
-//   fx::optim::freeze(opt, "0");                 // layer 0 (paths as fx::for_each_named_tensor)
-//   fx::optim::thaw(opt, "0.bias");              // ... except its bias
+//   fx::optim::freeze(opt, "layers.0");          // layer 0 (paths as fx::for_each_named_tensor)
+//   fx::optim::thaw(opt, "layers.0.bias");       // ... except its bias
 //   fx::optim::adjust(opt, 1e-4);                // lr of every rule that has one, whole tree
-//   fx::optim::adjust(opt, 1e-5, "1");           // ... or of layer 1 only
+//   fx::optim::adjust(opt, 1e-5, "layers.1");    // ... or of layer 1 only
 //   fx::optim::adjust(opt, &fx::optim::Adam::beta2, 0.99);          // a named hyperparameter
 //   fx::optim::adjust(opt, [](fx::optim::ClipGrad& c) { c.delta = 5; });  // anything else
+//   fx::optim::Schedule sched = fx::optim::Cosine{.max = 1e-3, .min = 1e-5, .period = 1000};
+//   int64_t step = 10;                           // updates taken so far
 //   fx::optim::adjust(opt, sched(step));         // a schedule (fluxion/optim/schedules.hpp)
 //   fx::optim::for_each_learning_rate(opt, [](double& lr) { lr *= 0.5; });  // read or rewrite
 //
-// A subtree is a dotted path prefix: "" is the whole model, "0" selects "0.weight" and "0.bias"
-// (not "01.weight"), "0.weight" one leaf. A path that selects no trainable leaf throws fx::Error
-// naming it. Each leaf holds its own copy of the rule, so adjusting a subtree leaves the rest
-// alone (Optimisers.jl's adjust! on a subtree). Inside an OptimiserChain every member rule is
-// reached; a rule without the field (AdaDelta has no lr) is left as it is. A frozen leaf is
-// skipped by update: its parameter and state stay as they are until it is thawed.
+// A subtree is a dotted path prefix: "" is the whole model, "layers.0" selects "layers.0.weight"
+// and "layers.0.bias" (not "layers.01.weight"), "layers.0.weight" one leaf. A path that selects
+// no trainable leaf throws fx::Error naming it. Each leaf holds its own copy of the rule, so
+// adjusting a subtree leaves the rest alone (Optimisers.jl's adjust! on a subtree). Inside an
+// OptimiserChain every member rule is reached; a rule without the field (AdaDelta has no lr) is
+// left as it is. A frozen leaf is skipped by update: its parameter and state stay as they are
+// until it is thawed.
 #pragma once
 #include <string>
 #include <string_view>

@@ -1,6 +1,8 @@
 // A model's trainable parameters as one flat vector, and back: for optimisers and solvers that
 // work on vectors (L-BFGS, ODE solvers).
 //
+//   auto model = fx::nn::Chain(fx::nn::Dense(3, 16, fx::tanh), fx::nn::Dense(16, 1));
+//   fx::Tensor x = fx::randn({32, 3}), y = fx::randn({32, 1});
 //   auto [flat, rebuild] = fx::optim::destructure(model);   // flat: (n,) f32, or f64 if any is
 //   auto loss = [&](const fx::Tensor& v) { return fx::sum(fx::square(rebuild(v)(x) - y)); };
 //   fx::Tensor g = fx::gradient(loss, flat);                  // (n,), through rebuild

@@ -1,13 +1,16 @@
 // The loop every optimisation rule runs: one fused pass over a parameter, its gradient and any
 // per-parameter state tensors, writing the parameter in place.
 //
-//   // Inside a rule's apply (see fluxion/optim/update.hpp for the whole rule concept):
-//   fx::optim::foreach_element("SignDescent", param, grad, [lr = lr](auto& x, auto dx) {
+//   // What a rule's apply runs (see fluxion/optim/update.hpp for the whole rule concept):
+//   fx::Tensor param = fx::randn({256}), grad = fx::randn({256});
+//   double lr = 0.01, rho = 0.9;
+//   fx::optim::foreach_element("SignDescent", param, grad, [lr](auto& x, auto dx) {
 //     x -= decltype(dx)(lr) * ((dx > 0) - (dx < 0));
 //   });
-//   fx::optim::foreach_element("Momentum", param, grad, [=](auto& x, auto dx, auto& v) {
+//   fx::Tensor velocity = fx::zeros_like(param);            // Momentum's state for this parameter
+//   fx::optim::foreach_element("Momentum", param, grad, [lr, rho](auto& x, auto dx, auto& v) {
 //     v = decltype(dx)(rho) * v + decltype(dx)(lr) * dx;  x -= v;
-//   }, state.velocity);
+//   }, velocity);
 //
 // fn(x, dx, s...) is called once per element with x and s... as references into the parameter
 // and state tensors and dx by value, all of the parameter's type (float or double). It must

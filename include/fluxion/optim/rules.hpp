@@ -1,11 +1,15 @@
 // The built-in optimisation rules: every rule of Optimisers.jl, with its names, documented
 // defaults and update formula.
 //
+//   auto model = fx::nn::Chain(fx::nn::Dense(784, 32, fx::relu), fx::nn::Dense(32, 10));
+//   fx::Tensor x = fx::randn({64, 784}), y = fx::zeros({64}, fx::i64);
 //   auto opt = fx::optim::setup(fx::optim::Adam{}, model);                 // lr 1e-3
 //   auto sgd = fx::optim::setup(fx::optim::Descent{0.1}, model);
 //   auto mom = fx::optim::setup(fx::optim::Momentum{.lr = 0.01, .rho = 0.9}, model);
 //   auto aw = fx::optim::setup(fx::optim::AdamW{.lr = 3e-4, .weight_decay = 0.05}, model);
 //   auto rms = fx::optim::setup(fx::optim::RMSProp{.lr = 1e-3, .centred = true}, model);
+//   auto [loss, grad] = fx::withgradient(
+//       [&](const auto& m) { return fx::logitcrossentropy(m(x), y); }, model);
 //   fx::optim::update(opt, model, grad);
 //
 // Each rule is plain data plus init/apply (the concept is described in fluxion/optim/update.hpp);

@@ -2,11 +2,14 @@
 // updates taken so far) that return a learning rate, applied through fx::optim::adjust.
 //
 //   using namespace fx::optim;
+//   auto model = fx::nn::Chain(fx::nn::Dense(784, 32, fx::relu), fx::nn::Dense(32, 10));
+//   fx::Tensor x = fx::randn({64, 784}), y = fx::zeros({64}, fx::i64);
+//   auto loss = [&](const auto& m) { return fx::logitcrossentropy(m(x), y); };
 //   Schedule sched = warmup(500, Cosine{.max = 1e-3, .min = 1e-5, .period = 10000});
 //   auto opt = setup(Adam{}, model);
-//   for (int64_t t = 0; t < steps; ++t) {
+//   for (int64_t t = 0; t < 20000; ++t) {
 //     adjust(opt, sched(t));
-//     update(opt, model, grad_at(t));
+//     update(opt, model, fx::gradient(loss, model));
 //   }
 //   auto cyc = Triangle{.min = 1e-4, .max = 1e-2, .half_period = 200};
 //   auto seq = Sequence({{Constant{1e-3}, 100}, {Exp{.start = 1e-3, .decay = 0.99}, 0}});

@@ -2,8 +2,12 @@
 // passes each rule's output gradient to the next, as Optimisers.jl's OptimiserChain does.
 //
 //   using namespace fx::optim;
+//   auto model = fx::nn::Chain(fx::nn::Dense(784, 32, fx::relu), fx::nn::Dense(32, 10));
+//   fx::Tensor x = fx::randn({64, 784}), y = fx::zeros({64}, fx::i64);
 //   auto opt = setup(OptimiserChain(ClipNorm{1.0}, WeightDecay{1e-4}, Adam{}), model);
 //   auto big_batch = setup(OptimiserChain(AccumGrad{4}, Descent{0.1}), model);  // every 4th call
+//   auto [loss, grad] = fx::withgradient(
+//       [&](const auto& m) { return fx::logitcrossentropy(m(x), y); }, model);
 //   update(opt, model, grad);
 //
 // A gradient transform is a rule with, besides init/apply,

@@ -2,6 +2,7 @@
 // model, `update` applies one step to the model's parameters in place.
 //
 //   auto model = fx::nn::Chain(fx::nn::Dense(784, 256, fx::relu), fx::nn::Dense(256, 10));
+//   fx::Tensor x = fx::randn({64, 784}), y = fx::zeros({64}, fx::i64);   // labels: i64 (N,)
 //   auto opt = fx::optim::setup(fx::optim::Adam{.lr = 1e-3}, model);
 //   auto [loss, grad] = fx::withgradient(
 //       [&](const auto& m) { return fx::logitcrossentropy(m(x), y); }, model);
