@@ -49,33 +49,18 @@ check_one() {  # check_one include/fluxion/x.hpp
 }
 export -f example_of check_one
 
-# Headers whose examples are still to fix, one per line: they belong to areas other branches were
-# rewriting when this check arrived (ops, ad, optim). Each is compiled and reported,
-# but does not fail the check; delete its line once its example compiles (the check says when).
-todo_file=scripts/header_examples_todo.txt
 if (($#)); then headers=("$@"); else mapfile -t headers < <(find include -name '*.hpp' | sort); fi
 printf '%s\n' "${headers[@]}" | xargs -P "$(nproc)" -I{} bash -c 'check_one {}'
 status=0
-todo() { [[ -f "$todo_file" ]] && grep -qxF "$1" "$todo_file"; }
 if [[ -s "$tmp/missing" ]]; then cat "$tmp/missing"; status=1; fi
-if [[ -f "$todo_file" ]]; then
-  while read -r h; do
-    printf '%s\n' "${headers[@]}" | grep -qxF "$h" || continue  # not checked this time
-    [[ -f "$tmp/failed" ]] && grep -qxF "$h" "$tmp/failed" ||
-      echo "header examples: $h compiles now: remove it from $todo_file"
-  done < <(grep -v '^#' "$todo_file")
-fi
 if [[ -s "$tmp/failed" ]]; then
-  n_todo=0
   while read -r h; do
-    if todo "$h"; then n_todo=$((n_todo + 1)); continue; fi
     name=$(echo "${h#include/}" | tr / _)
     echo "header examples: the example in $h does not compile:"
     cat -n "$tmp/$name.cpp" | sed 's/^/    /'
     grep -m 3 'error' "$tmp/$name.err" | sed 's/^/    /'
     status=1
   done < <(sort "$tmp/failed")
-  ((n_todo)) && echo "header examples: $n_todo examples listed in $todo_file still do not compile"
 fi
 ((status == 0)) && echo "header examples: ${#headers[@]} usage examples checked"
 exit $status

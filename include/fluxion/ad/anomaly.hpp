@@ -1,10 +1,11 @@
 // Anomaly mode: find the first operation that makes a NaN or an infinity, forward or backward
 // (as torch.autograd.detect_anomaly does for the backward pass).
 //
+//   fx::Tensor x = fx::tensor({0.0, 1.0, 4.0}, fx::f64);
 //   {
 //     fx::detect_anomaly anomaly;                 // this thread, until the scope ends
 //     auto g = fx::gradient([](const fx::Tensor& x) { return fx::sum(fx::sqrt(x)); }, x);
-//   }  // x holding a 0 throws: "fx::detect_anomaly: backward (the pullback of 'sqrt') gave Inf
+//   }  // x holds a 0, so this throws: "fx::detect_anomaly: backward (the pullback of 'sqrt') gave Inf
 //      // at (0) in the cotangent of input 0 (3) f64; the cotangent of its output was (3) f64"
 //
 // While a detect_anomaly lives, every primitive's forward output and every cotangent a pullback

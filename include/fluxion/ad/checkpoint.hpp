@@ -5,6 +5,9 @@
 //   // A 100-step recurrence in 10 checkpointed segments of 10 steps (examples/custom_rules.cpp):
 //   // the tape keeps 10 nodes and their inputs instead of every step's nodes; the backward pass
 //   // records each segment again, one segment at a time.
+//   fx::Tensor w = fx::randn({64, 64}, fx::f64) * (0.9 / 8), h0 = fx::randn({64}, fx::f64);
+//   std::vector<fx::Tensor> xs;                      // inputs: constants, so a capture is fine
+//   for (int t = 0; t < 100; ++t) xs.push_back(fx::randn({64}, fx::f64));
 //   auto segment = [&xs](const fx::Tensor& w, const fx::Tensor& h0, int t0) {
 //     fx::Tensor h = h0;
 //     for (int t = t0; t < t0 + 10; ++t) h = fx::tanh(fx::matmul(w, h) + xs[t]);

@@ -4,6 +4,7 @@
 // (outputs are constants) and fx::hook (identity forward, your function on the cotangent).
 //
 //   // log(1 + exp(x)) without overflow; its derivative is sigmoid(x).
+//   fx::Tensor x = fx::randn({8});
 //   auto log1pexp = fx::custom_rule(
 //       "log1pexp",
 //       [](const fx::Tensor& x) { return fx::relu(x) + fx::log1p(fx::exp(-fx::abs(x))); },

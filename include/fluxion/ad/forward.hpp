@@ -1,10 +1,14 @@
 // Forward mode and the derivative operators built from both modes.
 //
+//   using fx::Tensor;
+//   auto f = [](const Tensor& x) { return fx::tanh(fx::matmul(fx::ones({2, 3}, fx::f64), x)); };
+//   auto loss = [](const Tensor& x) { return fx::sum(fx::exp(x) * x); };
+//   Tensor x = fx::randn({3}, fx::f64), v = fx::randn({3}, fx::f64), v2 = fx::ones({3}, fx::f64);
 //   auto [y, dy] = fx::jvp(f, x, v);                  // y = f(x), dy = J v
 //   auto push = fx::pushforward(f, x);  Tensor dy2 = push(v2);
-//   Tensor J = fx::jacobian(f, x);                    // reverse mode: one pullback per output
+//   Tensor J = fx::jacobian(f, x);                    // reverse mode: one pullback per output: (2, 3)
 //   Tensor Jf = fx::jacobian_forward(f, x);           // forward mode: one jvp per input
-//   Tensor H = fx::hessian(loss, x);                  // forward over reverse
+//   Tensor H = fx::hessian(loss, x);                  // forward over reverse: (3, 3)
 //   Tensor Hr = fx::hessian_reverse(loss, x);         // reverse over reverse
 //   Tensor Hv = fx::hvp(loss, x, v);                  // Hessian-vector product, no Hessian built
 //

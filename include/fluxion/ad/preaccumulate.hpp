@@ -1,10 +1,14 @@
 // fx::preaccumulated_sum: a sum of many terms, differentiated term by term so the scalar tape
 // stays small enough to live in cache.
 //
-//   template <class T> T objective(const std::vector<T>& theta, const Data& data) {
-//     return fx::preaccumulated_sum(data.size(), [&](size_t i) { return loss(theta, data[i]); });
-//   }
-//   auto g = fx::gradient([&](const auto& th) { return objective(th, data); }, theta0);
+//   std::vector<std::array<double, 2>> data = {{0, 1}, {1, 3}, {2, 5}};   // points (x, y)
+//   auto objective = [&](const auto& theta) {      // least squares for y = a x + b, theta = {a, b}
+//     return fx::preaccumulated_sum(data.size(), [&](size_t i) {
+//       auto r = theta[0] * data[i][0] + theta[1] - data[i][1];
+//       return r * r;
+//     });
+//   };
+//   std::vector<double> g = fx::gradient(objective, std::vector<double>{0.5, 0.5});
 //
 // With fx::Real (a scalar gradient is recording), each term is recorded, swept backwards at once
 // with seed 1, and dropped; what survives is one statement holding d(sum)/d(e) for every earlier

@@ -1,10 +1,15 @@
 // Reverse mode: pullback, gradient, withgradient.
 //
+//   fx::Tensor x = fx::randn({5});
 //   auto f = [](const fx::Tensor& x) { return fx::sum(fx::tanh(x)); };
 //   fx::Tensor g = fx::gradient(f, x);                       // same shape as x
 //   auto [y, back] = fx::pullback(f, x);  fx::Tensor gx = back(fx::ones_like(y));
+//   auto model = fx::nn::Chain(fx::nn::Dense(784, 32, fx::relu), fx::nn::Dense(32, 10));
+//   fx::Tensor xb = fx::randn({64, 784}), yb = fx::zeros({64}, fx::i64);
 //   auto [loss, grad] = fx::withgradient(
 //       [&](const auto& m) { return fx::logitcrossentropy(m(xb), yb); }, model);  // grad: a model
+//   fx::Tensor a = fx::randn({3, 4}), b = fx::randn({4});
+//   auto g2 = [](const fx::Tensor& a, const fx::Tensor& b) { return fx::sum(fx::matmul(a, b)); };
 //   auto [ga, gb] = fx::gradient(g2, a, b);                  // several arguments: a tuple
 //
 // Scalar code: when every argument is a number (or a std::vector/std::array of numbers) and f is

@@ -4,7 +4,8 @@
 //
 //   auto f = [](auto x) { decltype(x) s = 0; for (int i = 0; i < 10; ++i) s += sin(x * i); return s; };
 //   double df = fx::gradient(f, 1.0);                           // generic code instantiated with Real
-//   std::vector<double> g = fx::gradient(norm2, std::vector<double>{1, 2, 3});
+//   auto norm2 = [](const auto& v) { return v[0] * v[0] + v[1] * v[1] + v[2] * v[2]; };
+//   std::vector<double> g = fx::gradient(norm2, std::vector<double>{1, 2, 3});   // (2, 4, 6)
 //
 //   fx::ad::ScalarRecording rec;                                // or by hand
 //   fx::Real x = rec.variable(2.0), y = rec.variable(3.0);

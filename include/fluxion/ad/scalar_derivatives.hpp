@@ -3,11 +3,12 @@
 // (reverse).
 //
 //   auto f = [](const auto& x) { return x[0] * x[0] * x[1] + sin(x[1]); };
-//   std::vector<double> x = {1.0, 2.0};
+//   auto v2v = [](const auto& x) { return std::vector{x[0] * x[1], exp(x[0])}; };   // vector -> vector
+//   std::vector<double> x = {1.0, 2.0}, v = {1.0, 0.0};
 //   double d = fx::derivative([](auto t) { return exp(sin(t)); }, 0.3);   // forward mode
 //   double d3 = fx::nth_derivative<3>([](auto t) { return exp(sin(t)); }, 0.3);
 //   auto g = fx::gradient_forward(f, x);            // forward, in chunks of 8 tangents
-//   auto J = fx::jacobian_forward(v2v, x);          // v2v: vector -> vector; J[i][j] = ∂f_i/∂x_j
+//   auto J = fx::jacobian_forward(v2v, x);          // J[i][j] = ∂f_i/∂x_j
 //   auto Jr = fx::jacobian(v2v, x);                 // the same by reverse mode, a sweep per output
 //   auto H = fx::hessian(f, x);                     // H[i][j] = ∂²f/∂x_i∂x_j, reverse over forward
 //   auto Hv = fx::hvp(f, x, v);                     // H·v without forming H

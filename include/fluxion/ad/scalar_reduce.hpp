@@ -2,11 +2,13 @@
 // fx::Real each is ONE tape statement with an operand per element (Stan's dot_product, Adept's
 // array sums), instead of one statement per `s += a[i] * b[i]`.
 //
-//   template <class T> T energy(const std::vector<T>& w, const std::vector<double>& x) {
-//     return 0.5 * fx::squared_norm(w) + fx::dot_product(x, w);   // double, Real, Dual, complex
-//   }
-//   std::vector<double> g = fx::gradient([&](const auto& w) { return energy(w, x); }, w0);
-//   fx::lower_triangular_product(L_packed_by_rows, v, y);     // y = L v, one statement per row
+//   std::vector<double> x = {1, 2, 3}, w0 = {0.5, -1, 2};
+//   auto energy = [&](const auto& w) {     // generic: w of double, Real, Dual, complex
+//     return 0.5 * fx::squared_norm(w) + fx::dot_product(x, w);
+//   };
+//   std::vector<double> g = fx::gradient(energy, w0);          // w0 + x
+//   std::vector<double> L_packed_by_rows = {1, 2, 3, 4, 5, 6}, v = {1, 1, 1}, y(3);  // L: 3 x 3
+//   fx::lower_triangular_product(L_packed_by_rows, v, y);     // y = L v = (1, 5, 15)
 //
 // Any contiguous ranges work (std::vector, std::array, C arrays, std::span for sub-ranges:
 // `fx::dot_product(std::span(row, j), std::span(v, j))`). With Real elements the recorded

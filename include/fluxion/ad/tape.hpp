@@ -1,6 +1,7 @@
 // The tape behind reverse mode. Users call fx::pullback / fx::gradient (reverse.hpp); this
 // header is what those templates build on.
 //
+//   fx::Tensor x0 = fx::randn({4});
 //   auto rec = fx::ad::Recording::begin();      // a new tape on this thread's stack
 //   fx::Tensor x = rec.track(x0);               // a tracked alias of x0 (shares storage)
 //   fx::Tensor y = fx::sum(fx::tanh(x));        // each primitive adds one node
