@@ -5,8 +5,9 @@
 //   {
 //     fx::detect_anomaly anomaly;                 // this thread, until the scope ends
 //     auto g = fx::gradient([](const fx::Tensor& x) { return fx::sum(fx::sqrt(x)); }, x);
-//   }  // x holds a 0, so this throws: "fx::detect_anomaly: backward (the pullback of 'sqrt') gave Inf
-//      // at (0) in the cotangent of input 0 (3) f64; the cotangent of its output was (3) f64"
+//   }  // x holds a 0, so this throws: "fx::detect_anomaly: backward (the pullback of
+//      // 'sqrt') gave Inf at (0,) in the cotangent of input 0 (3,) f64 from a finite
+//      // cotangent of its output"
 //
 // While a detect_anomaly lives, every primitive's forward output and every cotangent a pullback
 // gives is checked, and the first that holds a NaN or an infinity throws fx::Error naming the

@@ -6,7 +6,7 @@
 //   Tensor x = fx::randn({3}, fx::f64), v = fx::randn({3}, fx::f64), v2 = fx::ones({3}, fx::f64);
 //   auto [y, dy] = fx::jvp(f, x, v);                  // y = f(x), dy = J v
 //   auto push = fx::pushforward(f, x);  Tensor dy2 = push(v2);
-//   Tensor J = fx::jacobian(f, x);                    // reverse mode: one pullback per output: (2, 3)
+//   Tensor J = fx::jacobian(f, x);                    // reverse mode: one pullback per output
 //   Tensor Jf = fx::jacobian_forward(f, x);           // forward mode: one jvp per input
 //   Tensor H = fx::hessian(loss, x);                  // forward over reverse: (3, 3)
 //   Tensor Hr = fx::hessian_reverse(loss, x);         // reverse over reverse

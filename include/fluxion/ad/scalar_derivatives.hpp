@@ -3,7 +3,7 @@
 // (reverse).
 //
 //   auto f = [](const auto& x) { return x[0] * x[0] * x[1] + sin(x[1]); };
-//   auto v2v = [](const auto& x) { return std::vector{x[0] * x[1], exp(x[0])}; };   // vector -> vector
+//   auto v2v = [](const auto& x) { return std::vector{x[0] * x[1], exp(x[0])}; };  // R^2 -> R^2
 //   std::vector<double> x = {1.0, 2.0}, v = {1.0, 0.0};
 //   double d = fx::derivative([](auto t) { return exp(sin(t)); }, 0.3);   // forward mode
 //   double d3 = fx::nth_derivative<3>([](auto t) { return exp(sin(t)); }, 0.3);

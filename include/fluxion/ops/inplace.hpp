@@ -7,8 +7,9 @@
 //     for (int i = 0; i < n; ++i) buf.at({i}) = fx::sin(fx::select(x, 0, i)) * i;  // fill a buffer
 //     return fx::sum(buf);
 //   };
-//   fx::Tensor g = fx::gradient(f, x);   // g[i] = i cos(x[i]): the gradient flows through the writes
-//   fx::Tensor h = fx::randn({3, 4}), m = fx::zeros({3, 8}), z = fx::empty({3, 4}), w = fx::ones({4});
+//   fx::Tensor g = fx::gradient(f, x);   // g[i] = i cos(x[i]): gradients flow through writes
+//   fx::Tensor h = fx::randn({3, 4}), m = fx::zeros({3, 8}), z = fx::empty({3, 4});
+//   fx::Tensor w = fx::ones({4});
 //   h += fx::tanh(h);   m.slice_assign(1, 0, 4, fx::ones({4}));   z.copy_(h);   w.fill_(0);
 //
 // Each update writes the tensor's storage (so views of it see the change) and, when a

@@ -12,9 +12,10 @@
 //   fx::Tensor l = fx::linalg::cholesky(spd);                // lower, l l^T = a a^T
 //   auto [w, v] = fx::linalg::eigh(spd);                     // ascending eigenvalues, columns of v
 //   auto [u, sv, vh] = fx::linalg::svd(a);                   // reduced: a = u diag(sv) vh
-//   fx::Tensor g = fx::gradient([](const fx::Tensor& a) { return fx::sum(fx::linalg::logdet(a)); }, spd);
+//   auto logdets = [](const fx::Tensor& a) { return fx::sum(fx::linalg::logdet(a)); };
+//   fx::Tensor g = fx::gradient(logdets, spd);               // spd^-T, (4, 3, 3)
 //   fx::Tensor z = fx::complex(a, fx::randn({4, 3, 3}, gen, fx::f64));
-//   auto [sign, logabs] = fx::linalg::slogdet(z);            // z c128: sign c128 with |sign| = 1, f64
+//   auto [sign, logabs] = fx::linalg::slogdet(z);   // z c128: sign c128 with |sign| = 1, f64
 //
 // Derivatives, both modes, are the published rules that JAX and PyTorch use, written in fluxion
 // ops so that they differentiate again (Hessians through a solve or an eigh are fine):

@@ -6,14 +6,15 @@
 //   auto model = fx::nn::Chain(fx::nn::Dense(784, 32, fx::relu), fx::nn::Dense(32, 10));
 //   fx::Tensor x = fx::randn({64, 784}), y = fx::zeros({64}, fx::i64);
 //   std::string name = "nadam";                             // e.g. from --opt on the command line
-//   fx::optim::with_rule_named(name, [&](auto rule) {       // "nadam": rule is an fx::optim::NAdam{}
-//     if constexpr (requires { rule.lr; }) rule.lr = 3e-4;  // instantiated for every rule: AdaDelta has no lr
+//   fx::optim::with_rule_named(name, [&](auto rule) {    // "nadam": rule is an fx::optim::NAdam{}
+//     if constexpr (requires { rule.lr; }) rule.lr = 3e-4;   // compiled for every rule: AdaDelta
+//                                                            // has no lr
 //     auto opt = fx::optim::setup(rule, model);
 //     auto [loss, grad] = fx::withgradient(
 //         [&](const auto& m) { return fx::logitcrossentropy(m(x), y); }, model);
 //     fx::optim::update(opt, model, grad);
 //   });
-//   std::string names = fx::optim::rule_names();           // "descent, momentum, ..., amsgrad_pytorch"
+//   std::string names = fx::optim::rule_names();   // "descent, momentum, ..., amsgrad_pytorch"
 //
 // The state type of an optimiser depends on its rule, so code that picks a rule at run time
 // runs inside the callback, instantiated once per rule. An unknown name throws fx::Error
