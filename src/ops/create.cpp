@@ -5,13 +5,20 @@
 #include <cmath>
 #include <cstring>
 
+#include "fluxion/ops/device.hpp"
 #include "fluxion/ops/view.hpp"
 
 namespace fx {
 
-Tensor empty(const Shape& shape, DType dtype) { return Tensor::empty(shape, dtype); }
+Tensor empty(const Shape& shape, DType dtype, Device device) {
+  return Tensor::empty(shape, dtype, device);
+}
 
-Tensor full(const Shape& shape, double value, DType dtype) {
+Tensor full(const Shape& shape, double value, DType dtype, Device device) {
+  if (device != Device::cpu) {
+    if (!device.has_data()) return Tensor::empty(shape, dtype, device);
+    return to(full(shape, value, dtype), device);
+  }
   Tensor t = Tensor::empty(shape, dtype);
   visit_dtype_all(dtype, [&]<class T>() {
     T* p = t.data<T>();
@@ -21,17 +28,26 @@ Tensor full(const Shape& shape, double value, DType dtype) {
   return t;
 }
 
-Tensor zeros(const Shape& shape, DType dtype) {
+Tensor zeros(const Shape& shape, DType dtype, Device device) {
+  if (device != Device::cpu) return full(shape, 0, dtype, device);
   Tensor t = Tensor::empty(shape, dtype);
   std::memset(t.raw_data(), 0, size_t(t.numel()) * itemsize(dtype));
   return t;
 }
-Tensor ones(const Shape& shape, DType dtype) { return full(shape, 1, dtype); }
-Tensor scalar(double value, DType dtype) { return full(Shape{}, value, dtype); }
-Tensor zeros_like(const Tensor& x) { return zeros(x.shape(), x.dtype()); }
-Tensor ones_like(const Tensor& x) { return ones(x.shape(), x.dtype()); }
-Tensor full_like(const Tensor& x, double value) { return full(x.shape(), value, x.dtype()); }
-Tensor expanded_zeros_like(const Tensor& x) { return expand(scalar(0, x.dtype()), x.shape()); }
+Tensor ones(const Shape& shape, DType dtype, Device device) {
+  return full(shape, 1, dtype, device);
+}
+Tensor scalar(double value, DType dtype, Device device) {
+  return full(Shape{}, value, dtype, device);
+}
+Tensor zeros_like(const Tensor& x) { return zeros(x.shape(), x.dtype(), x.device()); }
+Tensor ones_like(const Tensor& x) { return ones(x.shape(), x.dtype(), x.device()); }
+Tensor full_like(const Tensor& x, double value) {
+  return full(x.shape(), value, x.dtype(), x.device());
+}
+Tensor expanded_zeros_like(const Tensor& x) {
+  return expand(scalar(0, x.dtype(), x.device()), x.shape());
+}
 
 Tensor arange(int64_t n, DType dtype) { return arange(0, double(n), 1, dtype); }
 

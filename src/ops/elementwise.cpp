@@ -226,7 +226,7 @@ Primitive sigmoid_backward_p{.name = "sigmoid_backward", .forward = elementwise_
 Primitive relu_backward_p{.name = "relu_backward", .forward = elementwise_forward};
 
 bool has_kernel(const Primitive& p, Device d) {
-  for (KernelFn k : p.kernels[int(d)])
+  for (KernelFn k : p.kernels[int(d.kind)])
     if (k) return true;
   return false;
 }

@@ -55,7 +55,7 @@ struct KernelCall {
 using KernelFn = bool (*)(const KernelCall& call);
 
 inline constexpr int kMaxBackends = 3;
-inline constexpr int kNumDevices = 2;
+inline constexpr int kNumDevices = kNumDeviceKinds;  // kernel tables are per device kind
 
 namespace saves {
 inline constexpr uint32_t nothing = 0;
@@ -71,7 +71,7 @@ struct Primitive {
   PullbackFn pullback = nullptr;  // null: not differentiable (outputs are never tracked)
   JvpFn jvp = nullptr;            // forward mode; null makes fx::jvp through it an fx::Error
   // Kernels per device, in the order backends are tried; filled by backend registration.
-  KernelFn kernels[kNumDevices][kMaxBackends] = {};
+  KernelFn kernels[kNumDevices][kMaxBackends] = {};  // by DeviceKind
 };
 
 // What a pullback may read: the saved tensors, the parameters, and which inputs need cotangents.
