@@ -10,3 +10,4 @@
 #include "fluxion/nn/functors.hpp"
 #include "fluxion/nn/init.hpp"
 #include "fluxion/nn/losses.hpp"
+#include "fluxion/nn/outputsize.hpp"

@@ -44,7 +44,7 @@ void Tensor::check_dtype(DType want) const {
 }
 
 namespace detail {
-thread_local int tracing_depth = 0;
+thread_local constinit int tracing_depth = 0;
 bool tracing_active() { return tracing_depth > 0; }
 }  // namespace detail
 

@@ -6,6 +6,7 @@
 #include <cstring>
 
 #include "fluxion/ops/device.hpp"
+#include "fluxion/ops/primitive.hpp"
 #include "fluxion/ops/view.hpp"
 
 namespace fx {
@@ -16,7 +17,11 @@ Tensor empty(const Shape& shape, DType dtype, Device device) {
 
 Tensor full(const Shape& shape, double value, DType dtype, Device device) {
   if (device != Device::cpu) {
-    if (!device.has_data()) return Tensor::empty(shape, dtype, device);
+    if (!device.has_data()) {
+      Tensor t = Tensor::empty(shape, dtype, device);
+      if (detail::tracing_depth != 0) detail::trace_fill(t, value);
+      return t;
+    }
     return to(full(shape, value, dtype), device);
   }
   Tensor t = Tensor::empty(shape, dtype);

@@ -248,7 +248,7 @@ Primitive mul_backward_p{
     }};
 
 bool fused_mul_pullback(const Tensor& dy, const Tensor& a, const Tensor& b, Tensor* dx) {
-  if (detail::recording_depth != 0) return false;
+  if (detail::must_compose()) return false;
   const DType t = dy.dtype();
   if ((t != f32 && t != f64) || a.dtype() != t || b.dtype() != t) return false;
   // Expanded operands (a bias broadcast over a batch) keep the composed rule: their cotangents
@@ -265,7 +265,7 @@ bool fused_mul_pullback(const Tensor& dy, const Tensor& a, const Tensor& b, Tens
 bool fused_pullback(const Primitive& p, const Tensor& dy, const Tensor& y, Tensor& dx,
                     Tensor* reusable_y) {
   // Under any recording the result must stay differentiable (or carry a tangent): compose.
-  if (detail::recording_depth != 0) return false;
+  if (detail::must_compose()) return false;
   if (!dy.defined() || !y.defined() || dy.dtype() != y.dtype() || !(dy.shape() == y.shape()))
     return false;
   if (dy.dtype() != f32 && dy.dtype() != f64) return false;

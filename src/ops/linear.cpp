@@ -42,7 +42,7 @@ constexpr int64_t kWantX = 1, kWantW = 2, kWantB = 4;
 // dz = dy act'(y), the bias sum, dW = dz^T x (in w's layout) and dx = dz w, each thread on the
 // columns of dz whose rows of dW it writes. Returns false where the composed rule must run.
 bool fused_linear_pullback(const PullbackArgs& a, const Tensor& dy, Tensor* dx) {
-  if (detail::recording_depth != 0) return false;
+  if (detail::must_compose()) return false;
   const Tensor &x = a.input(0), &w = a.input(1), &y = a.output();
   const DType t = x.dtype();
   if ((t != f32 && t != f64) || dy.dtype() != t || dy.shape() != y.shape() ||

@@ -130,7 +130,7 @@ Primitive min_p{.name = "min", .forward = reduce_forward, .saves = saves::input(
 // fused kernel (no x - y and exp(x - y) temporaries) when nothing records the backward pass and
 // the device has it, else the composed, differentiable form (see ops/fused.hpp).
 Tensor logsumexp_grad(const Tensor& dy, const Tensor& x, const Tensor& y) {
-  if (detail::recording_depth == 0 && (x.dtype() == f32 || x.dtype() == f64) &&
+  if (!detail::must_compose() && (x.dtype() == f32 || x.dtype() == f64) &&
       dy.dtype() == x.dtype()) {
     if (has_kernel(logsumexp_backward_p, x.device())) return bind(logsumexp_backward_p, {dy, x, y});
   }

@@ -36,7 +36,7 @@ inline constexpr int kMaxTags = 8;  // deepest nesting of differentiation
 namespace detail {
 // Non-zero while fx::trace runs on this thread (fluxion/ad/trace.hpp): errors about values without
 // data then say why and what to use instead.
-extern thread_local int tracing_depth;
+extern thread_local constinit int tracing_depth;
 bool tracing_active();
 }  // namespace detail
 

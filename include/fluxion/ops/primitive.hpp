@@ -144,6 +144,15 @@ void record(const Primitive& p, std::span<const Tensor> in, Tensor& out, const P
 // True inside fx::detect_anomaly (fluxion/ad/anomaly.hpp) on this thread. constinit: read
 // directly, without the call to a thread-local initialiser an extern thread_local may need.
 extern thread_local constinit bool anomaly_checks;
+// bind under fx::trace (src/ad/trace.cpp): inputs not yet traced become constants of the graph,
+// the forward runs on the meta device (shapes only), the application becomes an equation, and
+// any tape recording above the trace records it as usual.
+Tensor bind_traced(const Primitive& p, std::span<const Tensor> in, const Params& params);
+// Under fx::trace, names t (a meta tensor fx::full just made) as the constant full(value).
+void trace_fill(const Tensor& t, double value);
+// True when ops must compose through bind (a tape records, or fx::trace watches): the
+// first-order shortcuts that call kernels directly or write in place are then off.
+inline bool must_compose() { return recording_depth != 0 || tracing_depth != 0; }
 // Throws fx::Error naming p, its inputs and its output when out holds a NaN or an infinity.
 void check_forward_anomaly(const Primitive& p, std::span<const Tensor> in, const Tensor& out);
 // The same for the cotangent dy of p's output before its pullback runs (the seed, or a sum of
@@ -158,6 +167,7 @@ Tensor make_view(const Tensor& x, const Shape& shape, const int64_t* strides, in
 // Applies a primitive: forward, then record when a differentiation is watching. Anomaly mode
 // costs one predictable branch here when it is off.
 inline Tensor bind(const Primitive& p, std::span<const Tensor> in, const Params& params = {}) {
+  if (detail::tracing_depth != 0) [[unlikely]] return detail::bind_traced(p, in, params);
   Tensor out = p.forward(p, in, params);
   if (detail::anomaly_checks) [[unlikely]] detail::check_forward_anomaly(p, in, out);
   if (detail::recording_depth != 0 && p.pullback) detail::record(p, in, out, params);
