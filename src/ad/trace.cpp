@@ -82,6 +82,14 @@ void trace_fill(const Tensor& t, double value) {
   current->graph->constants.push_back({id, Tensor(), value});
 }
 
+void trace_alias(const Tensor& of, const Tensor& alias) {
+  if (!current) return;
+  auto it = current->ids.find(of.impl());
+  if (it == current->ids.end()) return;  // a constant: the alias becomes one when used
+  current->ids[alias.impl()] = it->second;
+  current->keep.push_back(alias);
+}
+
 TraceScope::TraceScope() : graph_(std::make_unique<Graph>()) {
   FX_CHECK(!current, "fx::trace: tracing inside a traced function is not supported");
   current = new TraceState{graph_.get(), {}, {}};

@@ -32,7 +32,7 @@ Primitive logitcrossentropy_backward_p{
 Primitive logitcrossentropy_p{
     .name = "logitcrossentropy",
     .forward = [](const Primitive& p, std::span<const Tensor> in, const Params& pr) {
-      Tensor out = Tensor::empty({}, in[0].dtype(), in[0].device());
+      Tensor out = Tensor::empty({}, in[0].dtype(), output_device(in));
       dispatch({p, in, out, pr});
       return out;
     },

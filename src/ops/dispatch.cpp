@@ -33,11 +33,11 @@ void dispatch(const KernelCall& call) {
   static const bool registered = register_backends();
   (void)registered;
   const Device dev = call.out.device();
+  // Meta tensors hold no data: the forward has made the output's shape and dtype, and that is
+  // all a meta computation is. Host constants mixed into it (an arange inside a rule) are fine.
+  if (dev.kind == DeviceKind::meta) return;
   for (const Tensor& x : call.in)
     if (x.defined() && x.device() != dev) [[unlikely]] fail_devices(call);
-  // Meta tensors hold no data: the forward has made the output's shape and dtype, and that is
-  // all a meta computation is.
-  if (dev.kind == DeviceKind::meta) return;
   for (KernelFn k : call.prim.kernels[int(dev.kind)])
     if (k && k(call)) return;
   detail::fail("fx::", call.prim.name, ": no kernel on device ", device_name(dev), " for ",
@@ -45,13 +45,13 @@ void dispatch(const KernelCall& call) {
 }
 
 Tensor elementwise_forward(const Primitive& p, std::span<const Tensor> in, const Params& params) {
-  Tensor out = Tensor::empty(in[0].shape(), in[0].dtype(), in[0].device());
+  Tensor out = Tensor::empty(in[0].shape(), in[0].dtype(), output_device(in));
   dispatch({p, in, out, params});
   return out;
 }
 
 Tensor compare_forward(const Primitive& p, std::span<const Tensor> in, const Params& params) {
-  Tensor out = Tensor::empty(in[0].shape(), boolean, in[0].device());
+  Tensor out = Tensor::empty(in[0].shape(), boolean, output_device(in));
   dispatch({p, in, out, params});
   return out;
 }
@@ -65,6 +65,12 @@ Tensor make_view(const Tensor& x, const Shape& shape, const int64_t* strides, in
   p->shape = shape;
   for (int d = 0; d < shape.size(); ++d) p->strides[d] = strides[d];
   return Tensor(p);
+}
+
+Tensor untagged_view(const Tensor& x) {
+  Tensor v = make_view(x, x.shape(), x.strides(), x.offset());
+  if (detail::tracing_depth != 0) [[unlikely]] detail::trace_alias(x, v);
+  return v;
 }
 
 std::span<Primitive* const> builtin_primitives() {

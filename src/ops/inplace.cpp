@@ -83,10 +83,10 @@ Tensor& Tensor::operator*=(const Tensor& o) {
 Tensor& Tensor::operator/=(const Tensor& o) {
   return update(*this, o, "operator/=", [](const Tensor& a, const Tensor& b) { return a / b; });
 }
-Tensor& Tensor::operator+=(double o) { return *this += scalar(o, defined() ? dtype() : f32); }
-Tensor& Tensor::operator-=(double o) { return *this += scalar(-o, defined() ? dtype() : f32); }
-Tensor& Tensor::operator*=(double o) { return *this *= scalar(o, defined() ? dtype() : f32); }
-Tensor& Tensor::operator/=(double o) { return *this *= scalar(1.0 / o, defined() ? dtype() : f32); }
+Tensor& Tensor::operator+=(double o) { return *this += scalar(o, defined() ? dtype() : f32, defined() ? device() : Device::cpu); }
+Tensor& Tensor::operator-=(double o) { return *this += scalar(-o, defined() ? dtype() : f32, defined() ? device() : Device::cpu); }
+Tensor& Tensor::operator*=(double o) { return *this *= scalar(o, defined() ? dtype() : f32, defined() ? device() : Device::cpu); }
+Tensor& Tensor::operator/=(double o) { return *this *= scalar(1.0 / o, defined() ? dtype() : f32, defined() ? device() : Device::cpu); }
 
 Tensor& Tensor::copy_(const Tensor& src) {
   // The new value is a copy of src (recorded as one, so src's gradient flows).
@@ -94,7 +94,7 @@ Tensor& Tensor::copy_(const Tensor& src) {
 }
 
 Tensor& Tensor::fill_(double value) {
-  return copy_(scalar(value, defined() ? dtype() : f32));
+  return copy_(scalar(value, defined() ? dtype() : f32, defined() ? device() : Device::cpu));
 }
 
 Tensor& Tensor::slice_assign(int64_t axis, int64_t start, int64_t stop, const Tensor& value,
@@ -143,7 +143,7 @@ Tensor::ElementRef& Tensor::ElementRef::operator=(const Tensor& value) {
 }
 
 Tensor::ElementRef& Tensor::ElementRef::operator=(double value) {
-  return *this = scalar(value, t_.dtype());
+  return *this = scalar(value, t_.dtype(), t_.device());
 }
 
 }  // namespace fx

@@ -69,7 +69,7 @@ Primitive matmul_backward_p{
     .name = "matmul_backward",
     .forward = [](const Primitive& p, std::span<const Tensor> in, const Params& pr) {
       const int64_t n = (pr.i[0] ? 0 : in[1].numel()) + in[2].numel();
-      Tensor out = Tensor::empty({n}, in[1].dtype(), in[1].device());
+      Tensor out = Tensor::empty({n}, in[1].dtype(), output_device(in));
       dispatch({p, in, out, pr});
       return out;
     }};
@@ -80,7 +80,7 @@ Primitive matmul_p{
       const Tensor &a = in[0], &b = in[1];
       Shape s = a.shape();
       s[s.size() - 1] = b.shape()[b.ndim() - 1];
-      Tensor out = Tensor::empty(s, a.dtype(), a.device());
+      Tensor out = Tensor::empty(s, a.dtype(), output_device(in));
       dispatch({p, in, out, pr});
       return out;
     },

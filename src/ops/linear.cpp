@@ -77,7 +77,7 @@ Primitive linear_backward_p{
       const int64_t m = in[1].shape()[0], k = in[1].shape()[1], n = in[2].shape()[0];
       const int64_t size = (pr.i[1] & kWantX ? m * k : 0) + (pr.i[1] & kWantW ? n * k : 0) +
                            (pr.i[1] & kWantB ? n : 0);
-      Tensor out = Tensor::empty({size}, in[1].dtype(), in[1].device());
+      Tensor out = Tensor::empty({size}, in[1].dtype(), output_device(in));
       dispatch({p, in, out, pr});
       return out;
     }};
@@ -87,7 +87,7 @@ Primitive linear_p{
     .name = "linear",
     .forward = [](const Primitive& p, std::span<const Tensor> in, const Params& pr) {
       Tensor out = Tensor::empty({in[0].shape()[0], in[1].shape()[0]}, in[0].dtype(),
-                                 in[0].device());
+                                 output_device(in));
       dispatch({p, in, out, pr});
       return out;
     },

@@ -49,7 +49,7 @@ Shape reduced_shape(const Shape& s, uint64_t mask, bool keepdim) {
 // kept axes, is filled by the kernel.
 Tensor reduce_into(const Primitive& p, std::span<const Tensor> in, const Params& pr, DType t) {
   Tensor out = Tensor::empty(reduced_shape(in[0].shape(), uint64_t(pr.i[0]), pr.i[1] != 0), t,
-                             in[0].device());
+                             output_device(in));
   dispatch({p, in, out, pr});
   return out;
 }

@@ -245,7 +245,6 @@ TEST_P(PrimitiveRow, MetaEvaluationMatchesTheKernelsShapesAndDtypes) {
       const AllocatorStats after = allocator_stats();
       EXPECT_EQ(after.live_bytes, before.live_bytes) << "meta evaluation allocated data";
       EXPECT_EQ(after.system_allocs, before.system_allocs) << "meta evaluation allocated data";
-      EXPECT_GT(after.meta_storages, before.meta_storages);
       if (!eager.error.empty()) {
         EXPECT_FALSE(abstract.error.empty()) << "the kernels threw " << eager.error;
         continue;

@@ -150,6 +150,8 @@ extern thread_local constinit bool anomaly_checks;
 Tensor bind_traced(const Primitive& p, std::span<const Tensor> in, const Params& params);
 // Under fx::trace, names t (a meta tensor fx::full just made) as the constant full(value).
 void trace_fill(const Tensor& t, double value);
+// Under fx::trace, makes `alias` (a new handle on the same data) the same graph value as `of`.
+void trace_alias(const Tensor& of, const Tensor& alias);
 // True when ops must compose through bind (a tape records, or fx::trace watches): the
 // first-order shortcuts that call kernels directly or write in place are then off.
 inline bool must_compose() { return recording_depth != 0 || tracing_depth != 0; }
@@ -163,6 +165,9 @@ void check_pullback_anomaly(const Primitive& p, const Tensor* dx, size_t nin);
 
 // A new handle on x's storage with the given layout and no AD tags (views are built from it).
 Tensor make_view(const Tensor& x, const Shape& shape, const int64_t* strides, int64_t offset);
+// x's data and layout under a new handle with no AD tags (stop_gradient, detach); under fx::trace
+// it is the same graph value as x.
+Tensor untagged_view(const Tensor& x);
 
 // Applies a primitive: forward, then record when a differentiation is watching. Anomaly mode
 // costs one predictable branch here when it is off.
@@ -215,6 +220,14 @@ inline Tensor bind(const Primitive& p, std::initializer_list<detail::TensorRef> 
 
 // Runs the first backend kernel of the output's device that accepts the call.
 void dispatch(const KernelCall& call);
+
+// Where a forward puts its output: on the first input's device, or on the meta device when any
+// input is a meta tensor (host constants mixed into a shape computation stay fine).
+inline Device output_device(std::span<const Tensor> in) {
+  for (size_t i = 1; i < in.size(); ++i)
+    if (in[i].defined() && in[i].device().kind == DeviceKind::meta) return Device::meta;
+  return in[0].device();
+}
 
 // Common forwards: allocate the output with the given rule, then dispatch.
 // elementwise_forward: output shaped and typed like input 0; compare_forward: bool output.
