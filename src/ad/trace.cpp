@@ -39,6 +39,12 @@ int value_of(TraceState& s, const Tensor& x, Tensor& standin) {
          " tensor with no known value reached an op (made by fx::empty inside the traced "
          "function?)");
   standin = Tensor::empty(x.shape(), x.dtype(), Device::meta);
+  // A constant a tape tracks (a captured model differentiated inside the traced function) keeps
+  // its identity for that tape: the stand-in carries the same tags and storage version.
+  TensorImpl* p = standin.impl();
+  p->ntags = x.impl()->ntags;
+  for (int k = 0; k < p->ntags; ++k) p->tags[k] = x.impl()->tags[k];
+  p->storage->version = x.storage()->version;
   const int id = new_value(s, standin);
   // A copy of the data as it is now (a later in-place write must not change the graph), made
   // with tracing paused: the copy is not part of the traced computation.

@@ -89,6 +89,7 @@ Tensor from_vector(const std::vector<T>& values, const Shape& shape) {
 template <class T>
 std::vector<T> to_vector(const Tensor& x) {
   FX_CHECK(x.defined(), "fx::to_vector: undefined tensor");
+  x.check_has_data("fx::to_vector");
   FX_CHECK(is_complex_v<T> || !is_complex(x.dtype()), "fx::to_vector: tensor is ",
            dtype_name(x.dtype()), " ", x.shape(),
            "; read it as std::complex<double>, or take fx::real / fx::imag first");

@@ -14,7 +14,14 @@ bool tracked(const Tensor& x) { return detail::recording_depth != 0 && x.impl()-
 // Writes z's values into x's storage (same shape; z already has x's dtype) and moves z's tags
 // onto x, stamped with the storage's new version.
 void overwrite(Tensor& x, const Tensor& z) {
-  if (z.impl() != x.impl()) {
+  if (!z.device().has_data() && x.device().has_data())
+    detail::fail("fx::Tensor: an in-place write of a ", device_name(z.device()), " value ",
+                 z.shape(), " into a ", device_name(x.device()), " tensor (inside fx::trace, a "
+                 "captured tensor cannot be overwritten with a traced value)");
+  if (!x.device().has_data()) {
+    // No data to write (meta); under fx::trace x now names z's value in the graph.
+    if (detail::tracing_depth != 0) detail::trace_alias(z, x);
+  } else if (z.impl() != x.impl()) {
     visit_dtype_all(x.dtype(), [&]<class T>() {
       T* xp = static_cast<T*>(x.storage()->data) + x.offset();
       const T* zp = static_cast<const T*>(z.storage()->data) + z.offset();

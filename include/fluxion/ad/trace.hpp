@@ -104,7 +104,7 @@ class TraceScope {
 template <class F, class... Args>
 Graph trace(F&& f, const Args&... args) {
   detail::TraceScope scope;
-  auto meta = std::make_tuple(scope.input(args)...);
+  std::tuple<Args...> meta{scope.input(args)...};  // braces: inputs numbered left to right
   scope.output(std::apply(f, meta));
   return scope.finish();
 }
