@@ -11,4 +11,5 @@
 #include "fluxion/nn/functors.hpp"
 #include "fluxion/nn/init.hpp"
 #include "fluxion/nn/losses.hpp"
+#include "fluxion/nn/outputsize.hpp"
 #include "fluxion/nn/scale.hpp"

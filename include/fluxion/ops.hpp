@@ -6,6 +6,7 @@
 #pragma once
 #include "fluxion/ops/complex.hpp"
 #include "fluxion/ops/create.hpp"
+#include "fluxion/ops/device.hpp"
 #include "fluxion/ops/elementwise.hpp"
 #include "fluxion/ops/fft.hpp"
 #include "fluxion/ops/inplace.hpp"

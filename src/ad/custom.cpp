@@ -117,7 +117,7 @@ bool RuleCall::clean(const Tensor& t) const {
 }
 
 Tensor detach(const Tensor& x) {
-  return x.defined() ? make_view(x, x.shape(), x.strides(), x.offset()) : x;
+  return x.defined() ? untagged_view(x) : x;
 }
 
 Tensor rule_forward(const Primitive&, std::span<const Tensor> in, const Params&) {

@@ -197,7 +197,7 @@ void forward_on(Tape& t, int level, const Primitive& p, std::span<const Tensor> 
 // Whether a first-order pass may write the running cotangent g in place: the tape holds the only
 // handle on a dense buffer no other tensor views, and nothing records the writes.
 bool writable_in_place(const Tensor& g) {
-  return detail::recording_depth == 0 && sole_dense_handle(g);
+  return !detail::must_compose() && sole_dense_handle(g);
 }
 
 // g += c for cotangents. When nothing records the backward pass and g is the only handle on
@@ -268,7 +268,7 @@ const Tensor& PullbackArgs::input(int i) const {
   return t;
 }
 Tensor* PullbackArgs::reusable_input(int i) const {
-  if (!reusable_ || detail::recording_depth != 0) return nullptr;
+  if (!reusable_ || detail::must_compose()) return nullptr;
   Tensor& t = reusable_[i];
   if (!t.defined()) return nullptr;
   // The tape's own tag is harmless here: no tape records, and a finished recording that could

@@ -6,6 +6,7 @@
 #include <cstdlib>
 #include <new>
 
+#include "fluxion/core/error.hpp"
 #include "fluxion/core/storage.hpp"
 #include "fluxion/core/tensor.hpp"
 
@@ -107,12 +108,38 @@ template <class T>
 void pool_delete(T* p, FreeNode*&, size_t&) { delete p; }
 #endif
 
+Allocator* device_allocators[kNumDeviceKinds] = {};
+
+// Storage of a device other than the CPU: meta holds nothing, others ask their backend.
+Storage* create_off_host(Storage* s, size_t nbytes, Device device) {
+  if (device.kind == DeviceKind::meta) {
+    ++tc.stats.meta_storages;
+    s->data = nullptr;
+    return s;
+  }
+  Allocator* a = device_allocators[int(device.kind)];
+  if (!a) {
+    pool_delete(s, tc.storages, tc.nstorages);
+    detail::fail("fx: no allocator for device ", device_name(device),
+                 " (this build of fluxion has no backend for it)");
+  }
+  s->data = a->allocate(nbytes, device);
+  return s;
+}
+
 }  // namespace
+
+void register_allocator(DeviceKind kind, Allocator* a) {
+  FX_CHECK(kind != DeviceKind::cpu && kind != DeviceKind::meta,
+           "fx::register_allocator: the ", device_kind_name(kind), " allocator is built in");
+  device_allocators[int(kind)] = a;
+}
 
 Storage* Storage::create(size_t nbytes, Device device) {
   Storage* s = pool_new<Storage>(tc.storages, tc.nstorages);
   s->device = device;
   s->nbytes = nbytes;
+  if (device.kind != DeviceKind::cpu) [[unlikely]] return create_off_host(s, nbytes, device);
   // Two adds and a compare: cheap enough to keep always on (memory tests read the peak).
   tc.stats.live_bytes += int64_t(nbytes);
   if (tc.stats.live_bytes > tc.stats.peak_bytes) tc.stats.peak_bytes = tc.stats.live_bytes;
@@ -126,6 +153,11 @@ Storage* Storage::create(size_t nbytes, Device device) {
 }
 
 void Storage::destroy(Storage* s) {
+  if (s->device.kind != DeviceKind::cpu) [[unlikely]] {
+    if (s->data) device_allocators[int(s->device.kind)]->deallocate(s->data, s->nbytes, s->device);
+    pool_delete(s, tc.storages, tc.nstorages);
+    return;
+  }
   tc.stats.live_bytes -= int64_t(s->nbytes);
   if (s->data != s->inline_buf) cache_free(s->data, s->nbytes);
   pool_delete(s, tc.storages, tc.nstorages);
@@ -163,6 +195,33 @@ void empty_cache() {
     }
   }
   tc.cached_bytes = 0;
+}
+
+const char* device_kind_name(DeviceKind k) {
+  switch (k) {
+    case DeviceKind::cpu: return "cpu";
+    case DeviceKind::cuda: return "cuda";
+    case DeviceKind::meta: return "meta";
+  }
+  return "?";
+}
+
+std::string device_name(Device d) {
+  std::string s = device_kind_name(d.kind);
+  if (d.kind == DeviceKind::cuda) s += ":" + std::to_string(int(d.ordinal));
+  return s;
+}
+
+Device parse_device(const std::string& name) {
+  if (name == "cpu") return Device::cpu;
+  if (name == "meta") return Device::meta;
+  if (name == "cuda") return cuda(0);
+  if (name.rfind("cuda:", 0) == 0 && name.size() > 5 && name.size() <= 8 &&
+      name.find_first_not_of("0123456789", 5) == std::string::npos) {
+    const int ordinal = std::stoi(name.substr(5));
+    if (ordinal < 256) return cuda(ordinal);
+  }
+  detail::fail("fx::parse_device: unknown device '", name, "' (cpu, meta, cuda, cuda:N)");
 }
 
 }  // namespace fx

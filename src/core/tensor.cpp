@@ -40,10 +40,27 @@ void Tensor::check_dtype(DType want) const {
   FX_CHECK(p_, "fx::Tensor::data: undefined tensor");
   FX_CHECK(p_->dtype == want, "fx::Tensor::data: tensor is ", dtype_name(p_->dtype), ", asked for ",
            dtype_name(want));
+  check_has_data("fx::Tensor::data");
+}
+
+namespace detail {
+thread_local constinit int tracing_depth = 0;
+bool tracing_active() { return tracing_depth > 0; }
+}  // namespace detail
+
+void Tensor::check_has_data(const char* op) const {
+  if (p_->storage->data) return;
+  if (detail::tracing_active())
+    detail::fail(op, ": the value (", dtype_name(dtype()), " ", shape(),
+                 ") depends on fx::trace's arguments, so it has no data while tracing; C++ control "
+                 "flow on it cannot be traced: use fx::cond or fx::scan");
+  detail::fail(op, ": tensor ", dtype_name(dtype()), " ", shape(), " on device ",
+               device_name(device()), " has no data");
 }
 
 double Tensor::item() const {
   FX_CHECK(p_, "fx::Tensor::item: undefined tensor");
+  check_has_data("fx::Tensor::item");
   FX_CHECK(numel() == 1, "fx::Tensor::item: needs one element, shape is ", shape());
   FX_CHECK(!is_complex(dtype()), "fx::Tensor::item: tensor is ", dtype_name(dtype()),
            "; use item_complex()");
@@ -54,6 +71,7 @@ double Tensor::item() const {
 
 std::complex<double> Tensor::item_complex() const {
   FX_CHECK(p_, "fx::Tensor::item_complex: undefined tensor");
+  check_has_data("fx::Tensor::item_complex");
   FX_CHECK(numel() == 1, "fx::Tensor::item_complex: needs one element, shape is ", shape());
   return visit_dtype_all(dtype(), [&]<class T>() {
     T v = static_cast<T*>(p_->storage->data)[p_->offset];
@@ -125,6 +143,9 @@ std::string Tensor::to_string() const {
 
 std::ostream& operator<<(std::ostream& os, const Tensor& t) {
   if (!t.defined()) return os << "Tensor(undefined)";
+  if (t.device() != Device::cpu)  // no host data to show (meta), or not here to read (cuda)
+    return os << "Tensor(" << dtype_name(t.dtype()) << ", " << t.shape() << ", "
+              << device_name(t.device()) << ")";
   os << "Tensor(" << dtype_name(t.dtype()) << ", " << t.shape() << ") ";
   if (t.ndim() == 0) {
     print_element(os, t.dtype(), element(t, 0));

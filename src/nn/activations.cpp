@@ -31,7 +31,7 @@ Tensor leakyrelu(const Tensor& x) { return leakyrelu(x, 0.01); }
 Tensor elu(const Tensor& x, double alpha) {
   // exp of min(x, 0), not of x: the unused branch of `where` still gets a zero cotangent, and
   // 0 * exp(large x) = 0 * inf would turn the gradient into NaN.
-  Tensor neg_part = exp(minimum(x, scalar(0, x.dtype()))) - 1.0;
+  Tensor neg_part = exp(minimum(x, scalar(0, x.dtype(), x.device()))) - 1.0;
   return where(x > 0.0, x, neg_part * alpha);
 }
 Tensor elu(const Tensor& x) { return elu(x, 1.0); }

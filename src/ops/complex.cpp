@@ -16,7 +16,7 @@ namespace {
 // A complex input's parts as real tensors, output shaped and typed by `dtype`.
 Tensor complex_to_real_forward(const Primitive& p, std::span<const Tensor> in,
                                const Params& params) {
-  Tensor out = Tensor::empty(in[0].shape(), real_dtype(in[0].dtype()), in[0].device());
+  Tensor out = Tensor::empty(in[0].shape(), real_dtype(in[0].dtype()), output_device(in));
   dispatch({p, in, out, params});
   return out;
 }
@@ -78,7 +78,7 @@ Primitive complex_abs_p{
 Primitive complex_p{
     .name = "complex",
     .forward = [](const Primitive& p, std::span<const Tensor> in, const Params& pr) {
-      Tensor out = Tensor::empty(in[0].shape(), complex_dtype(in[0].dtype()), in[0].device());
+      Tensor out = Tensor::empty(in[0].shape(), complex_dtype(in[0].dtype()), output_device(in));
       dispatch({p, in, out, pr});
       return out;
     },

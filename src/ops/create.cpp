@@ -5,13 +5,25 @@
 #include <cmath>
 #include <cstring>
 
+#include "fluxion/ops/device.hpp"
+#include "fluxion/ops/primitive.hpp"
 #include "fluxion/ops/view.hpp"
 
 namespace fx {
 
-Tensor empty(const Shape& shape, DType dtype) { return Tensor::empty(shape, dtype); }
+Tensor empty(const Shape& shape, DType dtype, Device device) {
+  return Tensor::empty(shape, dtype, device);
+}
 
-Tensor full(const Shape& shape, double value, DType dtype) {
+Tensor full(const Shape& shape, double value, DType dtype, Device device) {
+  if (device != Device::cpu) {
+    if (!device.has_data()) {
+      Tensor t = Tensor::empty(shape, dtype, device);
+      if (detail::tracing_depth != 0) detail::trace_fill(t, value);
+      return t;
+    }
+    return to(full(shape, value, dtype), device);
+  }
   Tensor t = Tensor::empty(shape, dtype);
   visit_dtype_all(dtype, [&]<class T>() {
     T* p = t.data<T>();
@@ -21,17 +33,26 @@ Tensor full(const Shape& shape, double value, DType dtype) {
   return t;
 }
 
-Tensor zeros(const Shape& shape, DType dtype) {
+Tensor zeros(const Shape& shape, DType dtype, Device device) {
+  if (device != Device::cpu) return full(shape, 0, dtype, device);
   Tensor t = Tensor::empty(shape, dtype);
   std::memset(t.raw_data(), 0, size_t(t.numel()) * itemsize(dtype));
   return t;
 }
-Tensor ones(const Shape& shape, DType dtype) { return full(shape, 1, dtype); }
-Tensor scalar(double value, DType dtype) { return full(Shape{}, value, dtype); }
-Tensor zeros_like(const Tensor& x) { return zeros(x.shape(), x.dtype()); }
-Tensor ones_like(const Tensor& x) { return ones(x.shape(), x.dtype()); }
-Tensor full_like(const Tensor& x, double value) { return full(x.shape(), value, x.dtype()); }
-Tensor expanded_zeros_like(const Tensor& x) { return expand(scalar(0, x.dtype()), x.shape()); }
+Tensor ones(const Shape& shape, DType dtype, Device device) {
+  return full(shape, 1, dtype, device);
+}
+Tensor scalar(double value, DType dtype, Device device) {
+  return full(Shape{}, value, dtype, device);
+}
+Tensor zeros_like(const Tensor& x) { return zeros(x.shape(), x.dtype(), x.device()); }
+Tensor ones_like(const Tensor& x) { return ones(x.shape(), x.dtype(), x.device()); }
+Tensor full_like(const Tensor& x, double value) {
+  return full(x.shape(), value, x.dtype(), x.device());
+}
+Tensor expanded_zeros_like(const Tensor& x) {
+  return expand(scalar(0, x.dtype(), x.device()), x.shape());
+}
 
 Tensor arange(int64_t n, DType dtype) { return arange(0, double(n), 1, dtype); }
 
@@ -68,6 +89,7 @@ Tensor from_vector(const std::vector<T>& values, const Shape& shape) {
 template <class T>
 std::vector<T> to_vector(const Tensor& x) {
   FX_CHECK(x.defined(), "fx::to_vector: undefined tensor");
+  x.check_has_data("fx::to_vector");
   FX_CHECK(is_complex_v<T> || !is_complex(x.dtype()), "fx::to_vector: tensor is ",
            dtype_name(x.dtype()), " ", x.shape(),
            "; read it as std::complex<double>, or take fx::real / fx::imag first");

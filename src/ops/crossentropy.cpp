@@ -32,7 +32,7 @@ Primitive logitcrossentropy_backward_p{
 Primitive logitcrossentropy_p{
     .name = "logitcrossentropy",
     .forward = [](const Primitive& p, std::span<const Tensor> in, const Params& pr) {
-      Tensor out = Tensor::empty({}, in[0].dtype(), in[0].device());
+      Tensor out = Tensor::empty({}, in[0].dtype(), output_device(in));
       dispatch({p, in, out, pr});
       return out;
     },
@@ -40,7 +40,7 @@ Primitive logitcrossentropy_p{
     .pullback = [](const PullbackArgs& a, const Tensor& dy, Tensor* dx) {
       if (!a.wants(0)) return;  // the labels have no cotangent
       const Tensor &x = a.input(0), &labels = a.input(1);
-      if (detail::recording_depth == 0 && dy.dtype() == x.dtype() &&
+      if (!detail::must_compose() && dy.dtype() == x.dtype() &&
           has_kernel(logitcrossentropy_backward_p, x.device())) {
         dx[0] = bind(logitcrossentropy_backward_p, {dy, x, labels});
         return;

@@ -1,4 +1,6 @@
 // Kernel dispatch and the shared forwards of elementwise primitives.
+#include <string>
+
 #include "backend/backends.hpp"
 #include "fluxion/ops/create.hpp"
 #include "fluxion/ops/primitives.hpp"
@@ -8,7 +10,7 @@ namespace fx {
 void register_kernel(Primitive& p, Device device, int backend_rank, KernelFn fn) {
   FX_CHECK(backend_rank >= 0 && backend_rank < kMaxBackends, "fx::register_kernel: rank ",
            backend_rank, " out of range");
-  p.kernels[int(device)][backend_rank] = fn;
+  p.kernels[int(device.kind)][backend_rank] = fn;
 }
 
 namespace {
@@ -19,24 +21,37 @@ bool register_backends() {
 }
 }  // namespace
 
+[[noreturn]] static void fail_devices(const KernelCall& call) {
+  std::string devices;
+  for (const Tensor& x : call.in)
+    if (x.defined()) devices += (devices.empty() ? "" : ", ") + device_name(x.device());
+  detail::fail("fx::", call.prim.name, ": inputs on different devices (", devices,
+               "), output on ", device_name(call.out.device()), "; move them with fx::to");
+}
+
 void dispatch(const KernelCall& call) {
   static const bool registered = register_backends();
   (void)registered;
   const Device dev = call.out.device();
-  for (KernelFn k : call.prim.kernels[int(dev)])
+  // Meta tensors hold no data: the forward has made the output's shape and dtype, and that is
+  // all a meta computation is. Host constants mixed into it (an arange inside a rule) are fine.
+  if (dev.kind == DeviceKind::meta) return;
+  for (const Tensor& x : call.in)
+    if (x.defined() && x.device() != dev) [[unlikely]] fail_devices(call);
+  for (KernelFn k : call.prim.kernels[int(dev.kind)])
     if (k && k(call)) return;
   detail::fail("fx::", call.prim.name, ": no kernel on device ", device_name(dev), " for ",
                dtype_name(call.out.dtype()), " ", call.out.shape());
 }
 
 Tensor elementwise_forward(const Primitive& p, std::span<const Tensor> in, const Params& params) {
-  Tensor out = Tensor::empty(in[0].shape(), in[0].dtype(), in[0].device());
+  Tensor out = Tensor::empty(in[0].shape(), in[0].dtype(), output_device(in));
   dispatch({p, in, out, params});
   return out;
 }
 
 Tensor compare_forward(const Primitive& p, std::span<const Tensor> in, const Params& params) {
-  Tensor out = Tensor::empty(in[0].shape(), boolean, in[0].device());
+  Tensor out = Tensor::empty(in[0].shape(), boolean, output_device(in));
   dispatch({p, in, out, params});
   return out;
 }
@@ -50,6 +65,12 @@ Tensor make_view(const Tensor& x, const Shape& shape, const int64_t* strides, in
   p->shape = shape;
   for (int d = 0; d < shape.size(); ++d) p->strides[d] = strides[d];
   return Tensor(p);
+}
+
+Tensor untagged_view(const Tensor& x) {
+  Tensor v = make_view(x, x.shape(), x.strides(), x.offset());
+  if (detail::tracing_depth != 0) [[unlikely]] detail::trace_alias(x, v);
+  return v;
 }
 
 std::span<Primitive* const> builtin_primitives() {

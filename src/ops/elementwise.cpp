@@ -191,7 +191,7 @@ Primitive isfinite_p{.name = "isfinite", .forward = compare_forward};
 // ---- selection and conversion
 Primitive where_p{.name = "where",
                   .forward = [](const Primitive& p, std::span<const Tensor> in, const Params& pr) {
-                    Tensor out = Tensor::empty(in[1].shape(), in[1].dtype(), in[1].device());
+                    Tensor out = Tensor::empty(in[1].shape(), in[1].dtype(), output_device(in));
                     dispatch({p, in, out, pr});
                     return out;
                   },
@@ -202,7 +202,7 @@ Primitive where_p{.name = "where",
     .jvp = linear_jvp};
 Primitive astype_p{.name = "astype",
                    .forward = [](const Primitive& p, std::span<const Tensor> in, const Params& pr) {
-                     Tensor out = Tensor::empty(in[0].shape(), pr.dtype, in[0].device());
+                     Tensor out = Tensor::empty(in[0].shape(), pr.dtype, output_device(in));
                      dispatch({p, in, out, pr});
                      return out;
                    },
@@ -226,7 +226,7 @@ Primitive sigmoid_backward_p{.name = "sigmoid_backward", .forward = elementwise_
 Primitive relu_backward_p{.name = "relu_backward", .forward = elementwise_forward};
 
 bool has_kernel(const Primitive& p, Device d) {
-  for (KernelFn k : p.kernels[int(d)])
+  for (KernelFn k : p.kernels[int(d.kind)])
     if (k) return true;
   return false;
 }
@@ -248,7 +248,7 @@ Primitive mul_backward_p{
     }};
 
 bool fused_mul_pullback(const Tensor& dy, const Tensor& a, const Tensor& b, Tensor* dx) {
-  if (detail::recording_depth != 0) return false;
+  if (detail::must_compose()) return false;
   const DType t = dy.dtype();
   if ((t != f32 && t != f64) || a.dtype() != t || b.dtype() != t) return false;
   // Expanded operands (a bias broadcast over a batch) keep the composed rule: their cotangents
@@ -265,7 +265,7 @@ bool fused_mul_pullback(const Tensor& dy, const Tensor& a, const Tensor& b, Tens
 bool fused_pullback(const Primitive& p, const Tensor& dy, const Tensor& y, Tensor& dx,
                     Tensor* reusable_y) {
   // Under any recording the result must stay differentiable (or carry a tangent): compose.
-  if (detail::recording_depth != 0) return false;
+  if (detail::must_compose()) return false;
   if (!dy.defined() || !y.defined() || dy.dtype() != y.dtype() || !(dy.shape() == y.shape()))
     return false;
   if (dy.dtype() != f32 && dy.dtype() != f64) return false;
@@ -410,13 +410,13 @@ Tensor reciprocal(const Tensor& x) {
   check_defined(x, "reciprocal");
   FX_CHECK(is_inexact(x.dtype()), "fx::reciprocal: needs a floating or complex tensor, got ",
            dtype_name(x.dtype()), " ", x.shape());
-  return div(scalar(1, x.dtype()), x);
+  return div(scalar(1, x.dtype(), x.device()), x);
 }
 Tensor rsqrt(const Tensor& x) {
   check_defined(x, "rsqrt");
   FX_CHECK(is_inexact(x.dtype()), "fx::rsqrt: needs a floating or complex tensor, got ",
            dtype_name(x.dtype()), " ", x.shape());
-  return div(scalar(1, x.dtype()), sqrt(x));
+  return div(scalar(1, x.dtype(), x.device()), sqrt(x));
 }
 Tensor softplus(const Tensor& x) {
   // log(1 + e^x) = max(x, 0) + log1p(e^-|x|): no overflow for large |x|.
@@ -456,7 +456,7 @@ Tensor pow(const Tensor& a, double b) {
 Tensor clamp(const Tensor& x, double lo, double hi) {
   check_defined(x, "clamp");
   FX_CHECK(lo <= hi, "fx::clamp: lower bound ", lo, " exceeds upper bound ", hi);
-  return minimum(maximum(x, scalar(lo, x.dtype())), scalar(hi, x.dtype()));
+  return minimum(maximum(x, scalar(lo, x.dtype(), x.device())), scalar(hi, x.dtype(), x.device()));
 }
 
 Tensor eq(const Tensor& a, const Tensor& b) { return compare(eq_p, a, b); }
@@ -479,23 +479,23 @@ Tensor isfinite(const Tensor& x) {
 }
 Tensor operator==(const Tensor& a, double b) {
   check_defined(a, "eq");
-  return eq(a, scalar(b, a.dtype()));
+  return eq(a, scalar(b, a.dtype(), a.device()));
 }
 Tensor operator<(const Tensor& a, double b) {
   check_defined(a, "lt");
-  return lt(a, scalar(b, a.dtype()));
+  return lt(a, scalar(b, a.dtype(), a.device()));
 }
 Tensor operator>(const Tensor& a, double b) {
   check_defined(a, "gt");
-  return gt(a, scalar(b, a.dtype()));
+  return gt(a, scalar(b, a.dtype(), a.device()));
 }
 Tensor operator<=(const Tensor& a, double b) {
   check_defined(a, "le");
-  return le(a, scalar(b, a.dtype()));
+  return le(a, scalar(b, a.dtype(), a.device()));
 }
 Tensor operator>=(const Tensor& a, double b) {
   check_defined(a, "ge");
-  return ge(a, scalar(b, a.dtype()));
+  return ge(a, scalar(b, a.dtype(), a.device()));
 }
 
 Tensor where(const Tensor& cond, const Tensor& a, const Tensor& b) {
@@ -514,11 +514,11 @@ Tensor where(const Tensor& cond, const Tensor& a, const Tensor& b) {
 }
 Tensor where(const Tensor& cond, const Tensor& a, double b) {
   check_defined(a, "where");
-  return where(cond, a, scalar(b, a.dtype()));
+  return where(cond, a, scalar(b, a.dtype(), a.device()));
 }
 Tensor where(const Tensor& cond, double a, const Tensor& b) {
   check_defined(b, "where");
-  return where(cond, scalar(a, b.dtype()), b);
+  return where(cond, scalar(a, b.dtype(), b.device()), b);
 }
 
 Tensor astype(const Tensor& x, DType dtype) {
@@ -531,7 +531,7 @@ Tensor astype(const Tensor& x, DType dtype) {
   p.dtype = dtype;
   p.i[0] = int64_t(x.dtype());
   // Conversions to an integer or bool type are not differentiable.
-  if (!is_inexact(dtype)) {
+  if (!is_inexact(dtype) && detail::tracing_depth == 0) {
     Tensor out = Tensor::empty(x.shape(), dtype, x.device());
     Tensor in[] = {x};
     dispatch({astype_p, in, out, p});
@@ -542,7 +542,7 @@ Tensor astype(const Tensor& x, DType dtype) {
 
 Tensor stop_gradient(const Tensor& x) {
   check_defined(x, "stop_gradient");
-  return make_view(x, x.shape(), x.strides(), x.offset());
+  return untagged_view(x);
 }
 
 bool allclose(const Tensor& a, const Tensor& b, double rtol, double atol) {

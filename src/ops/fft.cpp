@@ -11,7 +11,7 @@ namespace fx {
 // params.i[0]: axis (non-negative); params.i[1]: sign (-1 forward, +1 inverse); params.s: scale.
 Primitive fft_p{.name = "fft",
                 .forward = [](const Primitive& p, std::span<const Tensor> in, const Params& pr) {
-                  Tensor out = Tensor::empty(in[0].shape(), in[0].dtype(), in[0].device());
+                  Tensor out = Tensor::empty(in[0].shape(), in[0].dtype(), output_device(in));
                   dispatch({p, in, out, pr});
                   return out;
                 },

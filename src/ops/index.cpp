@@ -11,7 +11,7 @@ namespace {
 
 Tensor shaped_forward(const Primitive& p, std::span<const Tensor> in, const Params& pr,
                       const Shape& s, DType t) {
-  Tensor out = Tensor::empty(s, t, in[0].device());
+  Tensor out = Tensor::empty(s, t, output_device(in));
   dispatch({p, in, out, pr});
   return out;
 }
@@ -42,7 +42,7 @@ Primitive index_select_p{
     .saves = saves::input(1),
     .pullback = [](const PullbackArgs& a, const Tensor& dy, Tensor* dx) {
       const Params& p = a.params();
-      dx[0] = index_add(expand(scalar(0, dy.dtype()), p.shape), p.i[0], a.input(1), dy);
+      dx[0] = index_add(expand(scalar(0, dy.dtype(), dy.device()), p.shape), p.i[0], a.input(1), dy);
     },
     .jvp = linear_jvp};
 Primitive index_add_p{
@@ -64,7 +64,7 @@ Primitive gather_p{
     .saves = saves::input(1),
     .pullback = [](const PullbackArgs& a, const Tensor& dy, Tensor* dx) {
       const Params& p = a.params();
-      dx[0] = scatter_add(expand(scalar(0, dy.dtype()), p.shape), p.i[0], a.input(1), dy);
+      dx[0] = scatter_add(expand(scalar(0, dy.dtype(), dy.device()), p.shape), p.i[0], a.input(1), dy);
     },
     .jvp = linear_jvp};
 Primitive scatter_add_p{

@@ -14,7 +14,14 @@ bool tracked(const Tensor& x) { return detail::recording_depth != 0 && x.impl()-
 // Writes z's values into x's storage (same shape; z already has x's dtype) and moves z's tags
 // onto x, stamped with the storage's new version.
 void overwrite(Tensor& x, const Tensor& z) {
-  if (z.impl() != x.impl()) {
+  if (!z.device().has_data() && x.device().has_data())
+    detail::fail("fx::Tensor: an in-place write of a ", device_name(z.device()), " value ",
+                 z.shape(), " into a ", device_name(x.device()), " tensor (inside fx::trace, a "
+                 "captured tensor cannot be overwritten with a traced value)");
+  if (!x.device().has_data()) {
+    // No data to write (meta); under fx::trace x now names z's value in the graph.
+    if (detail::tracing_depth != 0) detail::trace_alias(z, x);
+  } else if (z.impl() != x.impl()) {
     visit_dtype_all(x.dtype(), [&]<class T>() {
       T* xp = static_cast<T*>(x.storage()->data) + x.offset();
       const T* zp = static_cast<const T*>(z.storage()->data) + z.offset();
@@ -83,10 +90,10 @@ Tensor& Tensor::operator*=(const Tensor& o) {
 Tensor& Tensor::operator/=(const Tensor& o) {
   return update(*this, o, "operator/=", [](const Tensor& a, const Tensor& b) { return a / b; });
 }
-Tensor& Tensor::operator+=(double o) { return *this += scalar(o, defined() ? dtype() : f32); }
-Tensor& Tensor::operator-=(double o) { return *this += scalar(-o, defined() ? dtype() : f32); }
-Tensor& Tensor::operator*=(double o) { return *this *= scalar(o, defined() ? dtype() : f32); }
-Tensor& Tensor::operator/=(double o) { return *this *= scalar(1.0 / o, defined() ? dtype() : f32); }
+Tensor& Tensor::operator+=(double o) { return *this += scalar(o, defined() ? dtype() : f32, defined() ? device() : Device::cpu); }
+Tensor& Tensor::operator-=(double o) { return *this += scalar(-o, defined() ? dtype() : f32, defined() ? device() : Device::cpu); }
+Tensor& Tensor::operator*=(double o) { return *this *= scalar(o, defined() ? dtype() : f32, defined() ? device() : Device::cpu); }
+Tensor& Tensor::operator/=(double o) { return *this *= scalar(1.0 / o, defined() ? dtype() : f32, defined() ? device() : Device::cpu); }
 
 Tensor& Tensor::copy_(const Tensor& src) {
   // The new value is a copy of src (recorded as one, so src's gradient flows).
@@ -94,7 +101,7 @@ Tensor& Tensor::copy_(const Tensor& src) {
 }
 
 Tensor& Tensor::fill_(double value) {
-  return copy_(scalar(value, defined() ? dtype() : f32));
+  return copy_(scalar(value, defined() ? dtype() : f32, defined() ? device() : Device::cpu));
 }
 
 Tensor& Tensor::slice_assign(int64_t axis, int64_t start, int64_t stop, const Tensor& value,
@@ -143,7 +150,7 @@ Tensor::ElementRef& Tensor::ElementRef::operator=(const Tensor& value) {
 }
 
 Tensor::ElementRef& Tensor::ElementRef::operator=(double value) {
-  return *this = scalar(value, t_.dtype());
+  return *this = scalar(value, t_.dtype(), t_.device());
 }
 
 }  // namespace fx

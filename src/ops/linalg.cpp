@@ -17,7 +17,7 @@ namespace {
 // it directly. Under a tape the permute is bound, so the pullback differentiates again.
 Tensor transposed(const Tensor& x) {
   const int nd = x.ndim();
-  if (detail::recording_depth != 0 || nd < 2) return transpose(x, -2, -1);
+  if (detail::must_compose() || nd < 2) return transpose(x, -2, -1);
   Shape s = x.shape();
   std::swap(s[nd - 2], s[nd - 1]);
   int64_t st[kMaxDims];
@@ -40,7 +40,7 @@ bool transposed_dense(const Tensor& x) {
 // arithmetic. Returns false (and leaves dx alone) where the composed rule must run.
 constexpr int64_t kFusedTinyMatmul = 4096;  // m * n * k of a 2-d product fused anyway
 bool fused_matmul_pullback(const Tensor& dy, const Tensor& a, const Tensor& b, Tensor* dx) {
-  if (detail::recording_depth != 0 || a.ndim() < 2) return false;
+  if (detail::must_compose() || a.ndim() < 2) return false;
   if (a.ndim() == 2 && a.numel() * b.shape()[1] > kFusedTinyMatmul) return false;
   const DType t = a.dtype();
   if ((t != f32 && t != f64) || b.dtype() != t || dy.dtype() != t) return false;
@@ -69,7 +69,7 @@ Primitive matmul_backward_p{
     .name = "matmul_backward",
     .forward = [](const Primitive& p, std::span<const Tensor> in, const Params& pr) {
       const int64_t n = (pr.i[0] ? 0 : in[1].numel()) + in[2].numel();
-      Tensor out = Tensor::empty({n}, in[1].dtype(), in[1].device());
+      Tensor out = Tensor::empty({n}, in[1].dtype(), output_device(in));
       dispatch({p, in, out, pr});
       return out;
     }};
@@ -80,7 +80,7 @@ Primitive matmul_p{
       const Tensor &a = in[0], &b = in[1];
       Shape s = a.shape();
       s[s.size() - 1] = b.shape()[b.ndim() - 1];
-      Tensor out = Tensor::empty(s, a.dtype(), a.device());
+      Tensor out = Tensor::empty(s, a.dtype(), output_device(in));
       dispatch({p, in, out, pr});
       return out;
     },

@@ -66,7 +66,7 @@ Tensor pinv(const Tensor& a, double rtol) {
     rtol = double(std::max(m, n)) * eps;
   }
   auto [u, s, vh] = svd(a);
-  if (s.shape()[s.ndim() - 1] == 0) return zeros(detail::with_matrix(a.shape(), n, m), a.dtype());
+  if (s.shape()[s.ndim() - 1] == 0) return zeros(detail::with_matrix(a.shape(), n, m), a.dtype(), a.device());
   Tensor kept = s > max(s, {-1}, true) * rtol;
   Tensor sinv = where(kept, reciprocal(where(kept, s, 1.0)), 0.0);
   return matmul(mH(vh) * unsqueeze(sinv, -2), mH(u));

@@ -54,11 +54,7 @@ void broadcast_batch(Tensor& a, Tensor& b, const char* op, bool& vector) {
   b = expand(b, sb);
 }
 
-Tensor untracked(const Tensor& x) {
-  std::array<int64_t, kMaxDims> st{};
-  for (int d = 0; d < x.ndim(); ++d) st[size_t(d)] = x.stride(d);
-  return make_view(x, x.shape(), st.data(), x.offset());
-}
+Tensor untracked(const Tensor& x) { return untagged_view(x); }
 
 Shape leading(const Shape& s, int drop) {
   return Shape(std::span<const int64_t>(s.data(), s.size() - drop));

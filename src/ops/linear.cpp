@@ -42,7 +42,7 @@ constexpr int64_t kWantX = 1, kWantW = 2, kWantB = 4;
 // dz = dy act'(y), the bias sum, dW = dz^T x (in w's layout) and dx = dz w, each thread on the
 // columns of dz whose rows of dW it writes. Returns false where the composed rule must run.
 bool fused_linear_pullback(const PullbackArgs& a, const Tensor& dy, Tensor* dx) {
-  if (detail::recording_depth != 0) return false;
+  if (detail::must_compose()) return false;
   const Tensor &x = a.input(0), &w = a.input(1), &y = a.output();
   const DType t = x.dtype();
   if ((t != f32 && t != f64) || dy.dtype() != t || dy.shape() != y.shape() ||
@@ -77,7 +77,7 @@ Primitive linear_backward_p{
       const int64_t m = in[1].shape()[0], k = in[1].shape()[1], n = in[2].shape()[0];
       const int64_t size = (pr.i[1] & kWantX ? m * k : 0) + (pr.i[1] & kWantW ? n * k : 0) +
                            (pr.i[1] & kWantB ? n : 0);
-      Tensor out = Tensor::empty({size}, in[1].dtype(), in[1].device());
+      Tensor out = Tensor::empty({size}, in[1].dtype(), output_device(in));
       dispatch({p, in, out, pr});
       return out;
     }};
@@ -87,7 +87,7 @@ Primitive linear_p{
     .name = "linear",
     .forward = [](const Primitive& p, std::span<const Tensor> in, const Params& pr) {
       Tensor out = Tensor::empty({in[0].shape()[0], in[1].shape()[0]}, in[0].dtype(),
-                                 in[0].device());
+                                 output_device(in));
       dispatch({p, in, out, pr});
       return out;
     },

@@ -49,7 +49,7 @@ Shape reduced_shape(const Shape& s, uint64_t mask, bool keepdim) {
 // kept axes, is filled by the kernel.
 Tensor reduce_into(const Primitive& p, std::span<const Tensor> in, const Params& pr, DType t) {
   Tensor out = Tensor::empty(reduced_shape(in[0].shape(), uint64_t(pr.i[0]), pr.i[1] != 0), t,
-                             in[0].device());
+                             output_device(in));
   dispatch({p, in, out, pr});
   return out;
 }
@@ -130,7 +130,7 @@ Primitive min_p{.name = "min", .forward = reduce_forward, .saves = saves::input(
 // fused kernel (no x - y and exp(x - y) temporaries) when nothing records the backward pass and
 // the device has it, else the composed, differentiable form (see ops/fused.hpp).
 Tensor logsumexp_grad(const Tensor& dy, const Tensor& x, const Tensor& y) {
-  if (detail::recording_depth == 0 && (x.dtype() == f32 || x.dtype() == f64) &&
+  if (!detail::must_compose() && (x.dtype() == f32 || x.dtype() == f64) &&
       dy.dtype() == x.dtype()) {
     if (has_kernel(logsumexp_backward_p, x.device())) return bind(logsumexp_backward_p, {dy, x, y});
   }

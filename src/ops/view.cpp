@@ -43,7 +43,7 @@ Tensor slice_forward(const Primitive&, std::span<const Tensor> in, const Params&
 }
 
 Tensor pad_slice_forward(const Primitive& prim, std::span<const Tensor> in, const Params& p) {
-  Tensor out = Tensor::empty(p.shape, in[0].dtype(), in[0].device());
+  Tensor out = Tensor::empty(p.shape, in[0].dtype(), output_device(in));
   Params kp;
   kp.i[0] = p.i[0];
   kp.i[1] = p.i[1];
@@ -66,7 +66,7 @@ Tensor expand_forward(const Primitive&, std::span<const Tensor> in, const Params
 Tensor concat_forward(const Primitive& prim, std::span<const Tensor> in, const Params& p) {
   Shape s = in[0].shape();
   s[int(p.i[0])] = std::accumulate(p.list.begin(), p.list.end(), int64_t(0));
-  Tensor out = Tensor::empty(s, in[0].dtype(), in[0].device());
+  Tensor out = Tensor::empty(s, in[0].dtype(), output_device(in));
   dispatch({prim, in, out, p});
   return out;
 }
@@ -119,7 +119,7 @@ Primitive pad_slice_p{.name = "pad_slice", .forward = pad_slice_forward,
 Primitive slice_set_p{
     .name = "slice_set",
     .forward = [](const Primitive& prim, std::span<const Tensor> in, const Params& p) {
-      Tensor out = Tensor::empty(p.shape, in[0].dtype(), in[0].device());
+      Tensor out = Tensor::empty(p.shape, in[0].dtype(), output_device(in));
       dispatch({prim, in, out, p});
       return out;
     },

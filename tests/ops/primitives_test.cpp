@@ -15,6 +15,7 @@
 #include <sstream>
 
 #include "op_rows.hpp"
+#include <fluxion/ad/trace.hpp>
 
 namespace fx::rows {
 namespace {
@@ -224,6 +225,52 @@ TEST_P(PrimitiveRow, GradientMatchesFiniteDifferences) {
     o.seed = seed_of(row.name, ci, 7);
     auto r = testing::gradcheck(row.f, o, in.args);
     EXPECT_TRUE(r) << r;
+  }
+}
+
+// Abstract evaluation: the row run on meta copies of its inputs gives the kernels' output shape and
+// dtype (or the same error), and allocates no data.
+TEST_P(PrimitiveRow, MetaEvaluationMatchesTheKernelsShapesAndDtypes) {
+  const Row& row = GetParam();
+  for (size_t ci = 0; ci < row.o.cases.size(); ++ci) {
+    for (DType dtype : row.o.dtypes) {
+      SCOPED_TRACE(::testing::Message() << "case " << ci << ", " << dtype_name(dtype));
+      Inputs in = make_inputs(row, row.o.cases[ci], dtype, Layout::contiguous,
+                              seed_of(row.name, ci, 5));
+      const Outcome eager = run(row, in.args);
+      Args meta;
+      for (const Tensor& a : in.args) meta.push_back(to(a, Device::meta));
+      const AllocatorStats before = allocator_stats();
+      const Outcome abstract = run(row, meta);
+      const AllocatorStats after = allocator_stats();
+      EXPECT_EQ(after.live_bytes, before.live_bytes) << "meta evaluation allocated data";
+      EXPECT_EQ(after.system_allocs, before.system_allocs) << "meta evaluation allocated data";
+      if (!eager.error.empty()) {
+        EXPECT_FALSE(abstract.error.empty()) << "the kernels threw " << eager.error;
+        continue;
+      }
+      ASSERT_TRUE(abstract.error.empty()) << abstract.error;
+      EXPECT_EQ(abstract.out.device(), Device::meta);
+      EXPECT_EQ(abstract.out.shape(), eager.out.shape());
+      EXPECT_EQ(abstract.out.dtype(), eager.out.dtype());
+    }
+  }
+}
+
+// Tracing: the graph of the row, run on the same inputs, equals the eager result.
+TEST_P(PrimitiveRow, TraceThenRunEqualsEager) {
+  const Row& row = GetParam();
+  for (size_t ci = 0; ci < row.o.cases.size(); ++ci) {
+    SCOPED_TRACE(::testing::Message() << "case " << ci);
+    Inputs in = make_inputs(row, row.o.cases[ci], row.o.complex ? c128 : f64, Layout::contiguous,
+                            seed_of(row.name, ci, 11));
+    const Outcome eager = run(row, in.args);
+    if (!eager.error.empty()) continue;
+    Graph g = trace(row.f, in.args);
+    ASSERT_EQ(g.outputs.size(), 1u) << g;
+    std::vector<Tensor> got = g(in.args);
+    std::string m = mismatch(got[0], eager.out);
+    EXPECT_TRUE(m.empty()) << m << "\n" << g;
   }
 }
 

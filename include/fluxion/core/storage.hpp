@@ -7,16 +7,50 @@
 // one pooled object and no allocator call. Larger buffers come from a per-thread caching allocator
 // (size classes, reused across steps) so a steady-state training loop does not call malloc.
 // `version` counts in-place writes; AD uses it to detect overwritten values.
+//
+// Devices: a kind and an ordinal (`fx::Device::cpu`, `fx::cuda(1)`, `fx::Device::meta`). Each
+// kind's buffers come from its `Allocator` (registered by its backend); the CPU's is the caching
+// allocator below, called directly because it is on every op's path. A `meta` storage holds no
+// data at all: meta tensors carry shape and dtype only, and ops on them run shape rules only.
 #pragma once
 #include <atomic>
 #include <cstddef>
 #include <cstdint>
+#include <string>
 
 namespace fx {
 
-enum class Device : uint8_t { cpu, cuda };
+enum class DeviceKind : uint8_t { cpu, cuda, meta };
+inline constexpr int kNumDeviceKinds = 3;
 
-inline const char* device_name(Device d) { return d == Device::cpu ? "cpu" : "cuda"; }
+struct Device {
+  DeviceKind kind = DeviceKind::cpu;
+  uint8_t ordinal = 0;
+
+  static const Device cpu;   // the host
+  static const Device meta;  // shapes and dtypes only, no data
+  friend constexpr bool operator==(Device, Device) = default;
+  bool has_data() const { return kind != DeviceKind::meta; }
+};
+inline constexpr Device Device::cpu{DeviceKind::cpu, 0};
+inline constexpr Device Device::meta{DeviceKind::meta, 0};
+constexpr Device cuda(int ordinal = 0) { return {DeviceKind::cuda, uint8_t(ordinal)}; }
+
+const char* device_kind_name(DeviceKind k);
+std::string device_name(Device d);  // "cpu", "cuda:1", "meta"
+// Parses device_name's output ("cuda" means "cuda:0"); throws fx::Error otherwise.
+Device parse_device(const std::string& name);
+
+// Where a device kind's buffers come from. A backend registers one per kind it serves; the CPU's
+// is built in. allocate(0) may return any pointer that deallocate accepts.
+class Allocator {
+ public:
+  virtual ~Allocator() = default;
+  virtual void* allocate(size_t nbytes, Device device) = 0;
+  virtual void deallocate(void* data, size_t nbytes, Device device) = 0;
+};
+// Installs `a` (not owned; must outlive every storage it made) for a kind other than cpu and meta.
+void register_allocator(DeviceKind kind, Allocator* a);
 
 struct Storage {
   static constexpr size_t kInlineBytes = 128;  // 16 doubles: an LSTM cell's gate row
@@ -50,6 +84,8 @@ struct AllocatorStats {
   // the last reset_peak_bytes(). Per thread: a buffer freed on another thread is counted there.
   int64_t live_bytes = 0;
   int64_t peak_bytes = 0;
+  // Storages made on the meta device (they hold no bytes and never reach any allocator).
+  uint64_t meta_storages = 0;
 };
 AllocatorStats allocator_stats();
 void reset_peak_bytes();  // peak_bytes = live_bytes (measure the peak of one computation)

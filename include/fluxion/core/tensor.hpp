@@ -33,6 +33,13 @@ struct Tag {
 };
 inline constexpr int kMaxTags = 8;  // deepest nesting of differentiation
 
+namespace detail {
+// Non-zero while fx::trace runs on this thread (fluxion/ad/trace.hpp): errors about values without
+// data then say why and what to use instead.
+extern thread_local constinit int tracing_depth;
+bool tracing_active();
+}  // namespace detail
+
 struct TensorImpl {
   std::atomic<int32_t> refs{1};
   DType dtype = DType::f32;
@@ -107,10 +114,12 @@ class Tensor {
   // stopped inlining even this (a call per operand per kernel, 3% of a small op).
   template <class T>
   [[gnu::always_inline]] T* data() const {
-    if (!p_ || p_->dtype != dtype_of<T>) check_dtype(dtype_of<T>);  // out of line: throws
+    if (!p_ || p_->dtype != dtype_of<T> || !p_->storage->data) [[unlikely]]
+      check_dtype(dtype_of<T>);  // out of line: throws
     return static_cast<T*>(p_->storage->data) + p_->offset;
   }
   void* raw_data() const {
+    if (!p_->storage->data) [[unlikely]] check_has_data("fx::Tensor::raw_data");
     return static_cast<char*>(p_->storage->data) + p_->offset * int64_t(itemsize(p_->dtype));
   }
 
@@ -154,6 +163,11 @@ class Tensor {
 
  private:
   void check_dtype(DType want) const;
+ public:
+  // Throws fx::Error, naming `op`, when this tensor holds no data (the meta device; inside
+  // fx::trace, every value computed from the traced arguments).
+  void check_has_data(const char* op) const;
+ private:
   TensorImpl* p_ = nullptr;
 };
 

@@ -15,11 +15,14 @@
 
 namespace fx {
 
-Tensor empty(const Shape& shape, DType dtype = f32);
-Tensor full(const Shape& shape, double value, DType dtype = f32);
-Tensor zeros(const Shape& shape, DType dtype = f32);
-Tensor ones(const Shape& shape, DType dtype = f32);
-Tensor scalar(double value, DType dtype = f32);  // 0-d
+// On Device::meta these allocate nothing (shape and dtype only); on another device the values
+// are made on the host and moved there (fx::to).
+Tensor empty(const Shape& shape, DType dtype = f32, Device device = Device::cpu);
+Tensor full(const Shape& shape, double value, DType dtype = f32, Device device = Device::cpu);
+Tensor zeros(const Shape& shape, DType dtype = f32, Device device = Device::cpu);
+Tensor ones(const Shape& shape, DType dtype = f32, Device device = Device::cpu);
+Tensor scalar(double value, DType dtype = f32, Device device = Device::cpu);  // 0-d
+// On x's device.
 Tensor zeros_like(const Tensor& x);
 Tensor ones_like(const Tensor& x);
 Tensor full_like(const Tensor& x, double value);

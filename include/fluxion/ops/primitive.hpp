@@ -59,7 +59,7 @@ struct KernelCall {
 using KernelFn = bool (*)(const KernelCall& call);
 
 inline constexpr int kMaxBackends = 3;
-inline constexpr int kNumDevices = 2;
+inline constexpr int kNumDevices = kNumDeviceKinds;  // kernel tables are per device kind
 
 namespace saves {
 inline constexpr uint32_t nothing = 0;
@@ -75,7 +75,7 @@ struct Primitive {
   PullbackFn pullback = nullptr;  // null: not differentiable (outputs are never tracked)
   JvpFn jvp = nullptr;            // forward mode; null makes fx::jvp through it an fx::Error
   // Kernels per device, in the order backends are tried; filled by backend registration.
-  KernelFn kernels[kNumDevices][kMaxBackends] = {};
+  KernelFn kernels[kNumDevices][kMaxBackends] = {};  // by DeviceKind
 };
 
 // What a pullback may read: the saved tensors, the parameters, and which inputs need cotangents.
@@ -148,6 +148,17 @@ void record(const Primitive& p, std::span<const Tensor> in, Tensor& out, const P
 // True inside fx::detect_anomaly (fluxion/ad/anomaly.hpp) on this thread. constinit: read
 // directly, without the call to a thread-local initialiser an extern thread_local may need.
 extern thread_local constinit bool anomaly_checks;
+// bind under fx::trace (src/ad/trace.cpp): inputs not yet traced become constants of the graph,
+// the forward runs on the meta device (shapes only), the application becomes an equation, and
+// any tape recording above the trace records it as usual.
+Tensor bind_traced(const Primitive& p, std::span<const Tensor> in, const Params& params);
+// Under fx::trace, names t (a meta tensor fx::full just made) as the constant full(value).
+void trace_fill(const Tensor& t, double value);
+// Under fx::trace, makes `alias` (a new handle on the same data) the same graph value as `of`.
+void trace_alias(const Tensor& of, const Tensor& alias);
+// True when ops must compose through bind (a tape records, or fx::trace watches): the
+// first-order shortcuts that call kernels directly or write in place are then off.
+inline bool must_compose() { return recording_depth != 0 || tracing_depth != 0; }
 // Throws fx::Error naming p, its inputs and its output when out holds a NaN or an infinity.
 void check_forward_anomaly(const Primitive& p, std::span<const Tensor> in, const Tensor& out);
 // The same for the cotangent dy of p's output before its pullback runs (the seed, or a sum of
@@ -158,10 +169,14 @@ void check_pullback_anomaly(const Primitive& p, const Tensor* dx, size_t nin);
 
 // A new handle on x's storage with the given layout and no AD tags (views are built from it).
 Tensor make_view(const Tensor& x, const Shape& shape, const int64_t* strides, int64_t offset);
+// x's data and layout under a new handle with no AD tags (stop_gradient, detach); under fx::trace
+// it is the same graph value as x.
+Tensor untagged_view(const Tensor& x);
 
 // Applies a primitive: forward, then record when a differentiation is watching. Anomaly mode
 // costs one predictable branch here when it is off.
 inline Tensor bind(const Primitive& p, std::span<const Tensor> in, const Params& params = {}) {
+  if (detail::tracing_depth != 0) [[unlikely]] return detail::bind_traced(p, in, params);
   Tensor out = p.forward(p, in, params);
   if (detail::anomaly_checks) [[unlikely]] detail::check_forward_anomaly(p, in, out);
   if (detail::recording_depth != 0 && p.pullback) detail::record(p, in, out, params);
@@ -209,6 +224,14 @@ inline Tensor bind(const Primitive& p, std::initializer_list<detail::TensorRef> 
 
 // Runs the first backend kernel of the output's device that accepts the call.
 void dispatch(const KernelCall& call);
+
+// Where a forward puts its output: on the first input's device, or on the meta device when any
+// input is a meta tensor (host constants mixed into a shape computation stay fine).
+inline Device output_device(std::span<const Tensor> in) {
+  for (size_t i = 1; i < in.size(); ++i)
+    if (in[i].defined() && in[i].device().kind == DeviceKind::meta) return Device::meta;
+  return in[0].device();
+}
 
 // Common forwards: allocate the output with the given rule, then dispatch.
 // elementwise_forward: output shaped and typed like input 0; compare_forward: bool output.

@@ -62,7 +62,7 @@ template <int Rank>
 bool kernel_trampoline(const KernelCall& c) {
   SpyState& s = spy();
   int i = s.index(c.prim);
-  KernelFn k = i < 0 ? nullptr : s.kernels[size_t(i)][size_t(c.out.device())][Rank];
+  KernelFn k = i < 0 ? nullptr : s.kernels[size_t(i)][size_t(c.out.device().kind)][Rank];
   if (!k || !k(c)) return false;
   ++s.kernel_calls[size_t(i)][Rank];
   return true;
@@ -109,7 +109,7 @@ class BackendScope {
           s.kernels[i][size_t(d)][size_t(r)] = p.kernels[d][r];
           if (p.kernels[d][r]) last = r;
         }
-        const bool reference_only = use == Backends::reference && d == int(Device::cpu);
+        const bool reference_only = use == Backends::reference && d == int(DeviceKind::cpu);
         for (int r = 0; r < kMaxBackends; ++r) {
           bool keep = p.kernels[d][r] && (!reference_only || r == last);
           p.kernels[d][r] = keep ? tramp[size_t(r)] : nullptr;
@@ -143,7 +143,7 @@ class BackendScope {
   // Whether a backend of the given rank has a CPU kernel for p (outside any masking).
   bool has_kernel(const Primitive& p, int rank) const {
     int i = detail::spy().index(p);
-    return i >= 0 && detail::spy().kernels[size_t(i)][size_t(Device::cpu)][size_t(rank)];
+    return i >= 0 && detail::spy().kernels[size_t(i)][size_t(DeviceKind::cpu)][size_t(rank)];
   }
 };
 
