@@ -1,6 +1,7 @@
 // Control flow that fx::trace can record: a branch on a tensor's value, and a loop over axis 0.
 //
-//   // y = x * 2 when s > 0, else x - 1; differentiable in x, traceable with s a traced value
+//   fx::Tensor x = fx::randn({3});
+//   // y = x * 2 when sum(x) > 0, else x - 1; differentiable in x, traceable
 //   fx::Tensor y = fx::cond(fx::sum(x) > fx::scalar(0.0),
 //                           [](const fx::Tensor& v) { return v * 2; },
 //                           [](const fx::Tensor& v) { return v - 1; }, x);
