@@ -197,18 +197,37 @@ Tensor derivative_of(const Tensor& x, const Tensor& y) {
 // dx = dy * f'(x) (conj(f'(x)) for complex: the pullback of a holomorphic function), in one
 // fused kernel when nothing records and the dtype is real, in public ops (differentiable
 // again) otherwise.
+// An op whose derivative has no tensor form (elem::tensor_derivative): an fx::Error, in both
+// directions and even where the fused kernel could compute it, so that every order and mode
+// agree on what is differentiable.
+template <class Op>
+void check_tensor_derivative(const Primitive& p, const Tensor& x) {
+  FX_CHECK(elem::tensor_derivative<Op>, "fx::", p.name,
+           ": its derivative is not implemented for tensors (numbers, fx::Real and fx::Dual "
+           "have it); got ", dtype_name(x.dtype()), " ", x.shape());
+}
+
 template <class Op, Primitive& Backward>
 void table_pullback(const PullbackArgs& a, const Tensor& dy, Tensor* dx) {
-  constexpr bool reads_y = Op::reads == elem::Reads::output;
-  const Tensor& s = reads_y ? a.output() : a.input(0);
-  if (fused_pullback(Backward, dy, s, dx[0], reads_y ? nullptr : a.reusable_input(0))) return;
-  const Tensor d = reads_y ? derivative_of<Op>(Tensor(), s) : derivative_of<Op>(s, Tensor());
-  dx[0] = mul_conj(dy, d);
+  if constexpr (!elem::tensor_derivative<Op>) {
+    check_tensor_derivative<Op>(a.primitive(), dy);
+  } else {
+    constexpr bool reads_y = Op::reads == elem::Reads::output;
+    const Tensor& s = reads_y ? a.output() : a.input(0);
+    if (fused_pullback(Backward, dy, s, dx[0], reads_y ? nullptr : a.reusable_input(0))) return;
+    const Tensor d = reads_y ? derivative_of<Op>(Tensor(), s) : derivative_of<Op>(s, Tensor());
+    dx[0] = mul_conj(dy, d);
+  }
 }
 
 template <class Op>
 Tensor table_jvp(const JvpArgs& a, const Tensor* dx) {
-  return dx[0] * derivative_of<Op>(a.input(0), a.output());
+  if constexpr (!elem::tensor_derivative<Op>) {
+    check_tensor_derivative<Op>(a.primitive(), a.input(0));
+    return Tensor();
+  } else {
+    return dx[0] * derivative_of<Op>(a.input(0), a.output());
+  }
 }
 
 template <class Op>
@@ -232,16 +251,6 @@ constexpr uint32_t saves_of(elem::Reads r) {
 }
 
 }  // namespace
-
-// trigamma's derivative on tensors. Found by argument-dependent lookup from trigamma_op's
-// derivative: numbers have elem::tetragamma, tensors would need a tetragamma primitive (and it
-// one for pentagamma, ...), so the chain stops here: lgamma differentiates three times, digamma
-// twice, trigamma once, and the next is this fx::Error rather than a silent zero.
-Tensor tetragamma(const Tensor& x) {
-  FX_CHECK(false, "fx::trigamma: its derivative (polygamma of order 2) is not implemented for "
-                  "tensors; got ", dtype_name(x.dtype()), " ", x.shape());
-  return x;
-}
 
 #define FX_DEFINE_UNARY(op)                                                           \
   Primitive op##_backward_p{.name = #op "_backward", .forward = elementwise_forward}; \

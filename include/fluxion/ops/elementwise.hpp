@@ -18,7 +18,7 @@ namespace fx {
 // Math functions, one per entry of the table in elementwise_defs.hpp: exp, log, log1p, sin,
 // cos, tanh, sigmoid, sqrt (these eight also on complex tensors), expm1, exp2, log2, log10, tan,
 // asin, acos, atan, sinh, cosh, asinh, acosh, atanh, erf, erfc, erfinv, lgamma, digamma,
-// trigamma (floating tensors); and atan2(a, b), hypot(a, b), copysign(a, b), broadcasting.
+// trigamma, tetragamma (floating tensors); and atan2(a, b), hypot(a, b), copysign(a, b), broadcasting.
 #define FX_DECLARE_UNARY(name) Tensor name(const Tensor& x);
 #define FX_DECLARE_BINARY(name) Tensor name(const Tensor& a, const Tensor& b);
 FX_ELEMENTWISE_UNARY(FX_DECLARE_UNARY)

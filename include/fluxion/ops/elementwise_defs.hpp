@@ -33,7 +33,7 @@ namespace fx::elem {
 #define FX_ELEMENTWISE_UNARY(X)                                                                   \
   X(exp) X(log) X(log1p) X(sin) X(cos) X(tanh) X(sigmoid) X(sqrt) X(expm1) X(exp2) X(log2)     \
   X(log10) X(tan) X(asin) X(acos) X(atan) X(sinh) X(cosh) X(asinh) X(acosh) X(atanh) X(erf)    \
-  X(erfc) X(erfinv) X(lgamma) X(digamma) X(trigamma)
+  X(erfc) X(erfinv) X(lgamma) X(digamma) X(trigamma) X(tetragamma)
 // Binary functions of two floating tensors (broadcasting), from name_op's value, da and db.
 #define FX_ELEMENTWISE_BINARY(X) X(atan2) X(hypot) X(copysign)
 
@@ -106,56 +106,58 @@ inline double erfinv(double x) {
   }
   double y = p * a;
   // Halley on f(y) = erf(y) - a: f' = 2/sqrt(pi) e^-y^2, f'' = -2y f', so the step is
-  // f / (f' + y f). Near 1, f = (1 - a) - erfc(y) instead, with f' of the same sign.
-  for (int it = 0; it < 2; ++it) {
+  // f / (f' + y f). Near 1, f = (1 - a) - erfc(y) instead, with f' of the same sign. Two steps
+  // suffice where the polynomials are good (|x| < 1 - 1e-8); the far tail takes a few more.
+  for (int it = 0; it < 8; ++it) {
     const double d = 1.1283791670955126 * std::exp(-y * y);
     const double f = a <= 0.5 ? std::erf(y) - a : (1 - a) - std::erfc(y);
     if (d == 0) break;  // the tail beyond where f' is representable: the estimate stands
-    y -= f / (d + y * f);
+    const double step = f / (d + y * f);
+    y -= step;
+    if (std::abs(step) <= 1e-16 * y) break;
   }
   return x < 0 ? -y : y;
 }
 
-// psi^(n)(x) for n = 0, 1, 2: recurrence psi^(n)(x) = psi^(n)(x + 1) - (-1)^n n! / x^(n+1) up
-// to x >= 10, then the asymptotic series (Abramowitz & Stegun 6.3.18, 6.4.11), truncated where
-// the next term is below 1e-16; negative x by the reflection formulas (A&S 6.3.7, 6.4.7).
+// psi^(n)(x), n = 0..3: the recurrence psi^(n)(x) = psi^(n)(x + 1) + (-1)^(n+1) n! / x^(n+1)
+// up to x >= 15, then the asymptotic series (Abramowitz & Stegun 6.3.18, 6.4.11)
+//   psi(x) ~ ln x - 1/2x - sum B_2k / (2k x^2k),
+//   psi^(n)(x) ~ (-1)^(n+1) [(n-1)!/x^n + n!/2x^(n+1) + sum B_2k (2k+n-1)! / ((2k)! x^(2k+n))],
+// with eight Bernoulli terms (the next is below 1e-16 relative at x = 15); negative x by the
+// reflection formula psi(1 - x) - psi(x) = pi cot(pi x), differentiated n times (A&S 6.4.7).
 inline double polygamma(int n, double x) {
   constexpr double nan = std::numeric_limits<double>::quiet_NaN();
   if (std::isnan(x)) return x;
   if (x <= 0 && x == std::floor(x)) return nan;  // poles
   if (x < 0) {
-    // psi(1-x) - psi(x) = pi cot(pi x), differentiated n times.
-    const double s = std::sin(kPi * x), c = std::cos(kPi * x);
-    if (n == 0) return polygamma(0, 1 - x) - kPi * c / s;
-    if (n == 1) return kPi * kPi / (s * s) - polygamma(1, 1 - x);
-    return polygamma(2, 1 - x) - 2 * kPi * kPi * kPi * c / (s * s * s);
+    const double s = std::sin(kPi * x), c = std::cos(kPi * x), p2 = kPi * kPi;
+    const double csc2 = 1 / (s * s), cot = c / s;
+    switch (n) {
+      case 0: return polygamma(0, 1 - x) - kPi * cot;
+      case 1: return p2 * csc2 - polygamma(1, 1 - x);
+      case 2: return polygamma(2, 1 - x) - 2 * p2 * kPi * csc2 * cot;
+      default: return 2 * p2 * p2 * csc2 * (2 * cot * cot + csc2) - polygamma(3, 1 - x);
+    }
   }
+  static constexpr double bernoulli[8] = {1.0 / 6,  -1.0 / 30,      1.0 / 42, -1.0 / 30,
+                                          5.0 / 66, -691.0 / 2730, 7.0 / 6,  -3617.0 / 510};
+  double nfact = 1;
+  for (int k = 2; k <= n; ++k) nfact *= k;
   double acc = 0;
-  for (; x < 10; x += 1) acc += n == 0 ? 1 / x : n == 1 ? 1 / (x * x) : 2 / (x * x * x);
+  for (; x < 15; x += 1) acc += n == 0 ? 1 / x : nfact / std::pow(x, n + 1);
   const double r = 1 / x, r2 = r * r;
   if (n == 0) {
-    // ln x - 1/2x - sum B_2k / (2k x^2k)
-    const double s =
-        r2 * (1.0 / 12 -
-              r2 * (1.0 / 120 -
-                    r2 * (1.0 / 252 -
-                          r2 * (1.0 / 240 - r2 * (1.0 / 132 - r2 * (691.0 / 32760 - r2 / 12))))));
+    double s = 0, rk = 1;
+    for (int k = 1; k <= 8; ++k) s += bernoulli[k - 1] / (2 * k) * (rk *= r2);
     return std::log(x) - 0.5 * r - s - acc;
   }
-  if (n == 1) {
-    // 1/x + 1/2x^2 + sum B_2k / x^(2k+1)
-    const double s =
-        r * r2 *
-        (1.0 / 6 -
-         r2 * (1.0 / 30 -
-               r2 * (1.0 / 42 - r2 * (1.0 / 30 - r2 * (5.0 / 66 - r2 * (691.0 / 2730 - r2 * 7 / 6))))));
-    return r + 0.5 * r2 + s + acc;
+  double s = nfact / n * std::pow(r, n) + nfact / 2 * std::pow(r, n + 1), rk = std::pow(r, n);
+  for (int k = 1; k <= 8; ++k) {
+    double ratio = 1;  // (2k+n-1)! / (2k)!
+    for (int j = 2 * k + 1; j <= 2 * k + n - 1; ++j) ratio *= j;
+    s += bernoulli[k - 1] * ratio * (rk *= r2);
   }
-  // -(1/x^2 + 1/x^3 + sum B_2k (2k+1) / x^(2k+2))
-  const double s =
-      r2 * r2 *
-      (0.5 - r2 * (1.0 / 6 - r2 * (1.0 / 6 - r2 * (3.0 / 10 - r2 * (5.0 / 6 - r2 * 691.0 / 210)))));
-  return -(r2 + r2 * r + s) - acc;
+  return n % 2 == 1 ? s + acc : -(s + acc);
 }
 
 }  // namespace detail
@@ -175,12 +177,22 @@ template <class T>
 T trigamma(T x) {
   return T(detail::polygamma(1, double(x)));
 }
-// trigamma's derivative for numbers. Tensors have no tetragamma op: the third derivative of
-// lgamma (second of digamma) is an fx::Error there (src/ops/elementwise.cpp says why).
+template <class T>
+  requires std::is_floating_point_v<T>
+T sigmoid(T x) {
+  return T(1) / (T(1) + std::exp(-x));
+}
 template <class T>
   requires std::is_floating_point_v<T>
 T tetragamma(T x) {
   return T(detail::polygamma(2, double(x)));
+}
+// tetragamma's derivative for numbers. Tensors have no pentagamma op: tetragamma_op says so
+// (tensor_derivative = false), and differentiating it on tensors is an fx::Error.
+template <class T>
+  requires std::is_floating_point_v<T>
+T pentagamma(T x) {
+  return T(detail::polygamma(3, double(x)));
 }
 
 using std::acos, std::acosh, std::asin, std::asinh, std::atan, std::atanh, std::cos, std::cosh,
@@ -389,6 +401,17 @@ struct trigamma_op {
   FX_ELEM_VALUE(trigamma(x))
   FX_ELEM_DERIVATIVE(tetragamma(x))
 };
+// psi''(x). The chain of derivatives ends here for tensors: each polygamma order would need a
+// primitive of the next, so lgamma differentiates three times on tensors, digamma twice,
+// trigamma once, tetragamma not at all (numbers, fx::Real and fx::Dual go one order further).
+struct tetragamma_op {
+  static constexpr bool tensor_derivative = false;
+  static constexpr Domain domain = Domain::floating;
+  static constexpr Reads reads = Reads::input;
+  static constexpr double lo = 0.2, hi = 6;
+  FX_ELEM_VALUE(tetragamma(x))
+  FX_ELEM_DERIVATIVE(pentagamma(x))
+};
 #undef FX_ELEM_VALUE
 #undef FX_ELEM_DERIVATIVE
 
@@ -419,6 +442,13 @@ struct copysign_op {  // |a| with the sign of b: partial sign(a) sign(y), taken 
   template <class T>
   static T da(const T& a, const T&, const T& y) { return sign(a) * sign(y); }
 };
+
+// Whether an op's derivative exists for tensors (false only where a struct says so).
+template <class Op>
+inline constexpr bool tensor_derivative = [] {
+  if constexpr (requires { Op::tensor_derivative; }) return Op::tensor_derivative;
+  else return true;
+}();
 
 // Whether a binary op has a partial in b, and that partial (0 for ops without one).
 template <class Op>
