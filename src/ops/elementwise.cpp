@@ -194,9 +194,6 @@ Tensor derivative_of(const Tensor& x, const Tensor& y) {
   return Op::derivative(x, y);
 }
 
-// dx = dy * f'(x) (conj(f'(x)) for complex: the pullback of a holomorphic function), in one
-// fused kernel when nothing records and the dtype is real, in public ops (differentiable
-// again) otherwise.
 // An op whose derivative has no tensor form (elem::tensor_derivative): an fx::Error, in both
 // directions and even where the fused kernel could compute it, so that every order and mode
 // agree on what is differentiable.
@@ -207,6 +204,9 @@ void check_tensor_derivative(const Primitive& p, const Tensor& x) {
            "have it); got ", dtype_name(x.dtype()), " ", x.shape());
 }
 
+// dx = dy * f'(x) (conj(f'(x)) for complex: the pullback of a holomorphic function), in one
+// fused kernel when nothing records and the dtype is real, in public ops (differentiable
+// again) otherwise.
 template <class Op, Primitive& Backward>
 void table_pullback(const PullbackArgs& a, const Tensor& dy, Tensor* dx) {
   if constexpr (!elem::tensor_derivative<Op>) {
@@ -242,8 +242,10 @@ template <class Op>
 Tensor table_binary_jvp(const JvpArgs& a, const Tensor* dx) {
   const Tensor &x = a.input(0), &z = a.input(1), &y = a.output();
   Tensor t0 = dx[0].defined() ? dx[0] * Op::da(x, z, y) : Tensor();
-  if constexpr (elem::has_db<Op>) return plus(t0, dx[1].defined() ? dx[1] * Op::db(x, z, y) : Tensor());
-  else return t0;
+  if constexpr (elem::has_db<Op>)
+    return plus(t0, dx[1].defined() ? dx[1] * Op::db(x, z, y) : Tensor());
+  else
+    return t0;
 }
 
 constexpr uint32_t saves_of(elem::Reads r) {
