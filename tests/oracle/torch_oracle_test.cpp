@@ -37,6 +37,7 @@ struct OracleRow {
   std::function<torch::Tensor(const TArgs&)> torch;
   Opts o;  // cases, ranges; order 0 = compare the forward only
   double f32_rtol = 1e-5;  // wider only where the inputs themselves carry less precision
+  double f64_rtol = 1e-10;  // wider only where libtorch's own f64 is less accurate
 };
 void PrintTo(const OracleRow& r, std::ostream* os) { *os << r.name; }
 
@@ -85,9 +86,9 @@ std::vector<double> values_of(const torch::Tensor& t) {
   return {d.data_ptr<double>(), d.data_ptr<double>() + d.numel()};
 }
 
-double tolerance(fx::DType t, double f32_rtol) {
+double tolerance(fx::DType t, double f32_rtol, double f64_rtol) {
   t = fx::real_dtype(t);
-  return t == fx::f64 ? 1e-10 : t == fx::f32 ? f32_rtol : 0;
+  return t == fx::f64 ? f64_rtol : t == fx::f32 ? f32_rtol : 0;
 }
 
 std::vector<double> values_of(const Tensor& t) {
@@ -181,9 +182,9 @@ In idx(fx::Shape s, int64_t bound, fx::DType t = fx::i64) { return In{s, Kind::i
 // A row for a math function of the table (fluxion/ops/elementwise_defs.hpp), on its test range.
 template <class Op>
 OracleRow table(const char* name, fx::rows::OpFn f, std::function<torch::Tensor(const TArgs&)> t,
-                std::vector<Case> cases, int order = 1) {
-  return {name, std::move(f), std::move(t), {.cases = std::move(cases), .range = {Op::lo, Op::hi},
-                                             .order = order}};
+                std::vector<Case> cases, int order = 1, double f64_rtol = 1e-10) {
+  return {name, std::move(f), std::move(t),
+          {.cases = std::move(cases), .range = {Op::lo, Op::hi}, .order = order}, 1e-5, f64_rtol};
 }
 
 std::vector<OracleRow> oracle_rows() {
@@ -222,8 +223,12 @@ std::vector<OracleRow> oracle_rows() {
       table<fx::elem::erfc_op>("erfc", un(fx::erfc), T1(torch::erfc(x)), us),
       table<fx::elem::erfinv_op>("erfinv", un(fx::erfinv), T1(torch::erfinv(x)), us),
       table<fx::elem::lgamma_op>("lgamma", un(fx::lgamma), T1(torch::lgamma(x)), us),
-      table<fx::elem::digamma_op>("digamma", un(fx::digamma), T1(torch::digamma(x)), us),
-      table<fx::elem::trigamma_op>("trigamma", un(fx::trigamma), T1(torch::polygamma(1, x)), us),
+      // libtorch's trigamma (ATen's calc_trigamma, also digamma's derivative) stops its
+      // asymptotic series early: ~1e-10 off in f64 where fluxion's is within 1e-12 of known
+      // values and identities (tests/ops/elementwise_table_test.cpp).
+      table<fx::elem::digamma_op>("digamma", un(fx::digamma), T1(torch::digamma(x)), us, 1, 1e-8),
+      table<fx::elem::trigamma_op>("trigamma", un(fx::trigamma), T1(torch::polygamma(1, x)), us,
+                                   1, 1e-8),
       table<fx::elem::tetragamma_op>("tetragamma", un(fx::tetragamma),
                                      T1(torch::polygamma(2, x)), us, 0),
       table<fx::elem::atan2_op>("atan2", bin(fx::atan2), T2(torch::atan2(a, b)), bs),
@@ -476,7 +481,8 @@ TEST_P(Oracle, ForwardAndGradientMatchLibtorch) {
       auto [y, back] = fx::pullback(row.fx, args);
       torch::Tensor ty = row.torch(targs);
       ASSERT_EQ(y.dtype(), dtype_of(ty)) << "output dtype";
-      double rtol = std::max(tolerance(y.dtype(), row.f32_rtol), tolerance(dtype, row.f32_rtol));
+      double rtol = std::max(tolerance(y.dtype(), row.f32_rtol, row.f64_rtol),
+                           tolerance(dtype, row.f32_rtol, row.f64_rtol));
       std::string m = mismatch(y, ty, rtol);
       EXPECT_TRUE(m.empty()) << "forward: " << m;
       if (row.o.order == 0) continue;
@@ -523,8 +529,22 @@ TEST(OracleTable, EveryBuiltinPrimitiveHasAnOracleRowThatAppliesIt) {
     int64_t calls = scope.forward_calls(*p);
     for (int r = 0; r < fx::kMaxBackends; ++r) calls += scope.kernel_calls(*p, r);
     EXPECT_GT(calls, 0) << "the oracle row '" << p->name << "' never applies its primitive";
-    if (p->pullback) {
-      EXPECT_GT(it->o.order, 0) << "'" << p->name << "' is differentiable: compare its gradient";
+    if (p->pullback && it->o.order == 0) {
+      // Allowed only for a pullback that is an fx::Error by design (tetragamma's derivative has
+      // no tensor form): differentiating must raise it.
+      bool raised = false;
+      try {
+        (void)fx::gradient(
+            [&](const Tensor& x) {
+              Args a = args;
+              a[0] = x;
+              return fx::sum(it->fx(a));
+            },
+            args[0]);
+      } catch (const fx::Error&) {
+        raised = true;
+      }
+      EXPECT_TRUE(raised) << "'" << p->name << "' is differentiable: compare its gradient";
     }
   }
 }
