@@ -35,7 +35,7 @@ struct UnaryCase {
   std::function<double(double)> dual_value, dual_derivative;  // through fx::Dual<double>
   std::function<double(double)> dual_second;                  // Dual<Dual<double>>
   double lo, hi;
-  int order;  // how often the tensor op differentiates (the polygamma chain ends, see below)
+  int order;  // how often the tensor op differentiates (elem::tensor_order: the polygamma chain ends)
 };
 
 // d^2/dx^2 f(x) by forward over forward; tetragamma's needs pentagamma, which Duals lack.
@@ -43,12 +43,6 @@ template <class Op, class F>
 double second(F f, double v) {
   if constexpr (std::is_same_v<Op, fx::elem::tetragamma_op>) return NAN;
   else return fx::nth_derivative<2>(f, v);
-}
-
-// Tensors have no pentagamma op, so the chain lgamma -> digamma -> trigamma -> tetragamma ends
-// in an fx::Error (src/ops/elementwise.cpp); everything else differentiates again and again.
-int tensor_order(const std::string& op) {
-  return op == "tetragamma" ? 0 : op == "trigamma" ? 1 : 2;
 }
 
 // `using namespace fx::elem` lets the generic lambdas compile for double (fx::gradient and
@@ -71,7 +65,7 @@ int tensor_order(const std::string& op) {
             },                                                                             \
             fx::elem::op##_op::lo,                                                         \
             fx::elem::op##_op::hi,                                                         \
-            tensor_order(#op)},
+            fx::elem::tensor_order<fx::elem::op##_op>},
 std::vector<UnaryCase> unary_cases() { return {FX_ELEMENTWISE_UNARY(FX_UNARY_CASE)}; }
 #undef FX_UNARY_CASE
 

@@ -167,14 +167,15 @@ std::vector<Row> elementwise_rows() {
        {.cases = us, .range = {0.5, 2}}},
   };
   // One row per math function of the table (fluxion/ops/elementwise_defs.hpp), on its range.
-  // The polygamma chain ends (src/ops/elementwise.cpp): trigamma differentiates once on
-  // tensors, tetragamma not at all (an fx::Error, checked in elementwise_table_test.cpp).
+  // One row per math function of the table (fluxion/ops/elementwise_defs.hpp), on its range,
+  // gradient-checked as often as it differentiates on tensors (the polygamma chain ends; an op
+  // of order 0 must raise fx::Error when differentiated, which primitives_test.cpp checks).
 #define FX_UNARY_ROW(op)                                                               \
   rows.push_back({#op, un(fx::op),                                                     \
                   {.cases = us,                                                        \
                    .range = {elem::op##_op::lo, elem::op##_op::hi},                    \
-                   .order = std::string(#op) == "tetragamma" ? 0 : std::string(#op) == "trigamma" ? 1 : 2, \
-                   .why = "no tensor op for pentagamma"}});
+                   .order = elem::tensor_order<elem::op##_op>,                         \
+                   .why = "the polygamma chain ends (elementwise_defs.hpp)"}});
 #define FX_BINARY_ROW(op)                                                          \
   rows.push_back({#op, bin(fx::op),                                                \
                   {.cases = bs, .range = {elem::op##_op::lo, elem::op##_op::hi}}});

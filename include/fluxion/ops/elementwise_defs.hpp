@@ -188,7 +188,7 @@ T tetragamma(T x) {
   return T(detail::polygamma(2, double(x)));
 }
 // tetragamma's derivative for numbers. Tensors have no pentagamma op: tetragamma_op says so
-// (tensor_derivative = false), and differentiating it on tensors is an fx::Error.
+// (tensor_order = 0), and differentiating it on tensors is an fx::Error.
 template <class T>
   requires std::is_floating_point_v<T>
 T pentagamma(T x) {
@@ -395,6 +395,7 @@ struct digamma_op {
   FX_ELEM_DERIVATIVE(trigamma(x))
 };
 struct trigamma_op {
+  static constexpr int tensor_order = 1;  // its derivative, tetragamma, has none on tensors
   static constexpr Domain domain = Domain::floating;
   static constexpr Reads reads = Reads::input;
   static constexpr double lo = 0.2, hi = 6;
@@ -405,7 +406,7 @@ struct trigamma_op {
 // primitive of the next, so lgamma differentiates three times on tensors, digamma twice,
 // trigamma once, tetragamma not at all (numbers, fx::Real and fx::Dual go one order further).
 struct tetragamma_op {
-  static constexpr bool tensor_derivative = false;
+  static constexpr int tensor_order = 0;
   static constexpr Domain domain = Domain::floating;
   static constexpr Reads reads = Reads::input;
   static constexpr double lo = 0.2, hi = 6;
@@ -443,12 +444,16 @@ struct copysign_op {  // |a| with the sign of b: partial sign(a) sign(y), taken 
   static T da(const T& a, const T&, const T& y) { return sign(a) * sign(y); }
 };
 
-// Whether an op's derivative exists for tensors (false only where a struct says so).
+// How many times an op differentiates on tensors: without end (2 is what the test rows check)
+// unless its struct says less (the end of the polygamma chain); 0 makes its pullback and
+// pushforward an fx::Error.
 template <class Op>
-inline constexpr bool tensor_derivative = [] {
-  if constexpr (requires { Op::tensor_derivative; }) return Op::tensor_derivative;
-  else return true;
+inline constexpr int tensor_order = [] {
+  if constexpr (requires { Op::tensor_order; }) return Op::tensor_order;
+  else return 2;
 }();
+template <class Op>
+inline constexpr bool tensor_derivative = tensor_order<Op> > 0;
 
 // Whether a binary op has a partial in b, and that partial (0 for ops without one).
 template <class Op>
