@@ -6,9 +6,11 @@
 #include <cmath>
 #include <complex>
 #include <cstdint>
+#include <limits>
 #include <type_traits>
 
 #include "fluxion/core/dtype.hpp"
+#include "fluxion/ops/elementwise_defs.hpp"
 
 namespace fx::math {
 
@@ -20,15 +22,7 @@ namespace fx::math {
     T operator()(T x) const { return expr; }           \
   };
 FX_UNARY(Neg, false, true, -x)
-FX_UNARY(Exp, true, true, std::exp(x))
-FX_UNARY(Log, true, true, std::log(x))
-FX_UNARY(Log1p, true, false, std::log1p(x))
-FX_UNARY(Sin, true, true, std::sin(x))
-FX_UNARY(Cos, true, true, std::cos(x))
-FX_UNARY(Tanh, true, true, std::tanh(x))
-FX_UNARY(Sigmoid, true, true, T(1) / (T(1) + std::exp(-x)))
 FX_UNARY(Relu, false, false, x < T(0) ? T(0) : x)  // NaN stays NaN
-FX_UNARY(Sqrt, true, true, std::sqrt(x))
 FX_UNARY(Square, false, true, T(x * x))
 FX_UNARY(Abs, false, false, x < T(0) ? T(-x) : x)
 FX_UNARY(Sign, false, false, T((x > T(0)) - (x < T(0))))
@@ -63,13 +57,9 @@ FX_BINARY(Pow, true, false, T(std::pow(a, b)))
 // A NaN in either operand gives NaN (x != x only for NaN; ties pick a, as the pullback does).
 FX_BINARY(Maximum, false, false, (a >= b || a != a) ? a : b)
 FX_BINARY(Minimum, false, false, (a <= b || a != a) ? a : b)
-// Fused pullbacks (src/ops/fused.hpp), a = dy, b = the saved output y; written in the order the
-// composed public ops evaluate, so both give the same bits. Real dtypes only: complex pullbacks
-// take conjugates and run the composed ops.
-FX_BINARY(TanhBackward, true, false, T(a * (-(b * b) + T(1))))
-// b = the saved input x of y = x^2.
+// Fused pullbacks (src/ops/fused.hpp), a = dy, b = the saved input x of y = x^2; written in
+// the order the composed public ops evaluate, so both give the same bits.
 FX_BINARY(SquareBackward, true, false, T(a * (b * T(2))))
-FX_BINARY(SigmoidBackward, true, false, T(a * (b * (-b + T(1)))))
 
 // where(y > 0, dy, 0) with the same bits as the composed form (+0 where y <= 0 or y is NaN), as
 // a mask rather than a branch: on a strided cotangent (matmul pullbacks give transposed ones) the
@@ -85,6 +75,44 @@ struct ReluBackward {
   }
 };
 #undef FX_BINARY
+
+// ---- the math functions of the table (fluxion/ops/elementwise_defs.hpp)
+// y = f(x).
+template <class Op>
+struct Value {
+  static constexpr bool floating_only = true;
+  static constexpr bool complex_ok = Op::domain == elem::Domain::inexact;
+  template <class T>
+  T operator()(T x) const { return Op::value(x); }
+};
+// The fused first-order pullback (a = dy, b = the value the op's derivative reads, x or y):
+// dy * f'. Real dtypes only: complex pullbacks take conjugates and run the composed ops. The
+// argument the derivative does not read is NaN, so a wrong `reads` shows in every result.
+template <class Op>
+struct Backward {
+  static constexpr bool floating_only = true;
+  static constexpr bool complex_ok = false;
+  template <class T>
+  T operator()(T a, T b) const {
+    constexpr T nan = std::numeric_limits<T>::quiet_NaN();
+    if constexpr (Op::reads == elem::Reads::output) return T(a * Op::derivative(nan, b));
+    else return T(a * Op::derivative(b, nan));
+  }
+};
+template <class Op>
+struct BinaryValue {
+  static constexpr bool floating_only = true;
+  static constexpr bool complex_ok = false;
+  template <class T>
+  T operator()(T a, T b) const { return Op::value(a, b); }
+};
+// The names other kernels use (linear's epilogue and its derivative, the reference linalg).
+using Exp = Value<elem::exp_op>;
+using Log = Value<elem::log_op>;
+using Tanh = Value<elem::tanh_op>;
+using Sigmoid = Value<elem::sigmoid_op>;
+using TanhBackward = Backward<elem::tanh_op>;
+using SigmoidBackward = Backward<elem::sigmoid_op>;
 
 // Complex to complex or to real (the part types follow the input's precision).
 struct Conj {

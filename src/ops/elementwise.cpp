@@ -40,36 +40,6 @@ Tensor or_zeros(const JvpArgs& a, const Tensor* dx, int i) {
 Primitive neg_p{.name = "neg", .forward = elementwise_forward,
                 .pullback = FX_PULLBACK { dx[0] = neg(dy); (void)a; },
     .jvp = linear_jvp};
-Primitive exp_p{.name = "exp", .forward = elementwise_forward, .saves = saves::output,
-                .pullback = FX_PULLBACK { dx[0] = mul_conj(dy, a.output()); },
-    .jvp = FX_JVP { return dx[0] * a.output(); }};
-Primitive log_p{.name = "log", .forward = elementwise_forward, .saves = saves::input(0),
-                .pullback = FX_PULLBACK { dx[0] = div_conj(dy, a.input(0)); },
-    .jvp = FX_JVP { return dx[0] / a.input(0); }};
-Primitive log1p_p{.name = "log1p", .forward = elementwise_forward, .saves = saves::input(0),
-                  .pullback = FX_PULLBACK { dx[0] = dy / (a.input(0) + 1.0); },
-    .jvp = FX_JVP { return dx[0] / (a.input(0) + 1.0); }};
-Primitive sin_p{.name = "sin", .forward = elementwise_forward, .saves = saves::input(0),
-                .pullback = FX_PULLBACK { dx[0] = mul_conj(dy, cos(a.input(0))); },
-    .jvp = FX_JVP { return dx[0] * cos(a.input(0)); }};
-Primitive cos_p{.name = "cos", .forward = elementwise_forward, .saves = saves::input(0),
-                .pullback = FX_PULLBACK { dx[0] = neg(mul_conj(dy, sin(a.input(0)))); },
-    .jvp = FX_JVP { return neg(dx[0] * sin(a.input(0))); }};
-// tanh and sigmoid read only their output: the tape keeps y and lets x go.
-Primitive tanh_p{.name = "tanh", .forward = elementwise_forward, .saves = saves::output,
-                 .pullback = FX_PULLBACK {
-                   const Tensor& y = a.output();
-                   if (!fused_pullback(tanh_backward_p, dy, y, dx[0]))
-                     dx[0] = mul_conj(dy, 1.0 - y * y);
-                 },
-    .jvp = FX_JVP { return dx[0] * (1.0 - a.output() * a.output()); }};
-Primitive sigmoid_p{.name = "sigmoid", .forward = elementwise_forward, .saves = saves::output,
-                    .pullback = FX_PULLBACK {
-                      const Tensor& y = a.output();
-                      if (!fused_pullback(sigmoid_backward_p, dy, y, dx[0]))
-                        dx[0] = mul_conj(dy, y * (1.0 - y));
-                    },
-    .jvp = FX_JVP { return dx[0] * (a.output() * (1.0 - a.output())); }};
 // relu' is taken as 0 at 0 (as in PyTorch and Flux).
 Primitive relu_p{.name = "relu", .forward = elementwise_forward, .saves = saves::output,
                  .pullback = FX_PULLBACK {
@@ -78,9 +48,6 @@ Primitive relu_p{.name = "relu", .forward = elementwise_forward, .saves = saves:
                      dx[0] = where(y > 0.0, dy, 0.0);
                  },
     .jvp = FX_JVP { return where(a.output() > 0.0, dx[0], 0.0); }};
-Primitive sqrt_p{.name = "sqrt", .forward = elementwise_forward, .saves = saves::output,
-                 .pullback = FX_PULLBACK { dx[0] = div_conj(dy, a.output()) * 0.5; },
-    .jvp = FX_JVP { return (dx[0] / a.output()) * 0.5; }};
 Primitive abs_p{.name = "abs", .forward = elementwise_forward, .saves = saves::input(0),
                 .pullback = FX_PULLBACK { dx[0] = dy * sign(a.input(0)); },
     .jvp = FX_JVP { return dx[0] * sign(a.input(0)); }};
@@ -216,13 +183,98 @@ Primitive copy_p{.name = "copy", .forward = elementwise_forward,
                  .pullback = FX_PULLBACK { dx[0] = dy; (void)a; },
     .jvp = FX_JVP { (void)a; return dx[0]; }};
 
+
+// ---- the math functions of the table (fluxion/ops/elementwise_defs.hpp): entry, pullback,
+// pushforward, fused first-order pullback and public function, all from Op::value/derivative.
+namespace {
+
+// f'(x) as a tensor, from what Op reads (the other argument is undefined: reading it throws).
+template <class Op>
+Tensor derivative_of(const Tensor& x, const Tensor& y) {
+  return Op::derivative(x, y);
+}
+
+// An op whose derivative has no tensor form (elem::tensor_derivative): an fx::Error, in both
+// directions and even where the fused kernel could compute it, so that every order and mode
+// agree on what is differentiable.
+template <class Op>
+void check_tensor_derivative(const Primitive& p, const Tensor& x) {
+  FX_CHECK(elem::tensor_derivative<Op>, "fx::", p.name,
+           ": its derivative is not implemented for tensors (numbers, fx::Real and fx::Dual "
+           "have it); got ", dtype_name(x.dtype()), " ", x.shape());
+}
+
+// dx = dy * f'(x) (conj(f'(x)) for complex: the pullback of a holomorphic function), in one
+// fused kernel when nothing records and the dtype is real, in public ops (differentiable
+// again) otherwise.
+template <class Op, Primitive& Backward>
+void table_pullback(const PullbackArgs& a, const Tensor& dy, Tensor* dx) {
+  if constexpr (!elem::tensor_derivative<Op>) {
+    check_tensor_derivative<Op>(a.primitive(), dy);
+  } else {
+    constexpr bool reads_y = Op::reads == elem::Reads::output;
+    const Tensor& s = reads_y ? a.output() : a.input(0);
+    if (fused_pullback(Backward, dy, s, dx[0], reads_y ? nullptr : a.reusable_input(0))) return;
+    const Tensor d = reads_y ? derivative_of<Op>(Tensor(), s) : derivative_of<Op>(s, Tensor());
+    dx[0] = mul_conj(dy, d);
+  }
+}
+
+template <class Op>
+Tensor table_jvp(const JvpArgs& a, const Tensor* dx) {
+  if constexpr (!elem::tensor_derivative<Op>) {
+    check_tensor_derivative<Op>(a.primitive(), a.input(0));
+    return Tensor();
+  } else {
+    return dx[0] * derivative_of<Op>(a.input(0), a.output());
+  }
+}
+
+template <class Op>
+void table_binary_pullback(const PullbackArgs& a, const Tensor& dy, Tensor* dx) {
+  const Tensor &x = a.input(0), &z = a.input(1), &y = a.output();
+  if (a.wants(0)) dx[0] = dy * Op::da(x, z, y);
+  if constexpr (elem::has_db<Op>)
+    if (a.wants(1)) dx[1] = dy * Op::db(x, z, y);
+}
+
+template <class Op>
+Tensor table_binary_jvp(const JvpArgs& a, const Tensor* dx) {
+  const Tensor &x = a.input(0), &z = a.input(1), &y = a.output();
+  Tensor t0 = dx[0].defined() ? dx[0] * Op::da(x, z, y) : Tensor();
+  if constexpr (elem::has_db<Op>)
+    return plus(t0, dx[1].defined() ? dx[1] * Op::db(x, z, y) : Tensor());
+  else
+    return t0;
+}
+
+constexpr uint32_t saves_of(elem::Reads r) {
+  return r == elem::Reads::output ? saves::output : saves::input(0);
+}
+
+}  // namespace
+
+#define FX_DEFINE_UNARY(op)                                                           \
+  Primitive op##_backward_p{.name = #op "_backward", .forward = elementwise_forward}; \
+  Primitive op##_p{.name = #op, .forward = elementwise_forward,                       \
+                   .saves = saves_of(elem::op##_op::reads),                           \
+                   .pullback = table_pullback<elem::op##_op, op##_backward_p>,        \
+                   .jvp = table_jvp<elem::op##_op>};
+#define FX_DEFINE_BINARY(op)                                              \
+  Primitive op##_p{.name = #op, .forward = elementwise_forward,           \
+                   .saves = saves::inputs | saves::output,                \
+                   .pullback = table_binary_pullback<elem::op##_op>,      \
+                   .jvp = table_binary_jvp<elem::op##_op>};
+FX_ELEMENTWISE_UNARY(FX_DEFINE_UNARY)
+FX_ELEMENTWISE_BINARY(FX_DEFINE_BINARY)
+#undef FX_DEFINE_UNARY
+#undef FX_DEFINE_BINARY
+
 #undef FX_PULLBACK
 #undef FX_JVP
 
 // ---- fused first-order pullbacks (src/ops/fused.hpp): no pullback of their own, never tracked
-Primitive tanh_backward_p{.name = "tanh_backward", .forward = elementwise_forward};
 Primitive square_backward_p{.name = "square_backward", .forward = elementwise_forward};
-Primitive sigmoid_backward_p{.name = "sigmoid_backward", .forward = elementwise_forward};
 Primitive relu_backward_p{.name = "relu_backward", .forward = elementwise_forward};
 
 bool has_kernel(const Primitive& p, Device d) {
@@ -382,16 +434,20 @@ Tensor compare(Primitive& p, const Tensor& a, const Tensor& b) {
 
 }  // namespace
 
+#define FX_DEFINE_UNARY(name)                                                      \
+  Tensor name(const Tensor& x) {                                                   \
+    return elem::name##_op::domain == elem::Domain::inexact ? inexact_unary(name##_p, x) \
+                                                            : floating_unary(name##_p, x); \
+  }
+#define FX_DEFINE_BINARY(name) \
+  Tensor name(const Tensor& a, const Tensor& b) { return binary(name##_p, a, b, true); }
+FX_ELEMENTWISE_UNARY(FX_DEFINE_UNARY)
+FX_ELEMENTWISE_BINARY(FX_DEFINE_BINARY)
+#undef FX_DEFINE_UNARY
+#undef FX_DEFINE_BINARY
+
 Tensor neg(const Tensor& x) { return numeric_unary(neg_p, x, true); }
-Tensor exp(const Tensor& x) { return inexact_unary(exp_p, x); }
-Tensor log(const Tensor& x) { return inexact_unary(log_p, x); }
-Tensor log1p(const Tensor& x) { return floating_unary(log1p_p, x); }
-Tensor sin(const Tensor& x) { return inexact_unary(sin_p, x); }
-Tensor cos(const Tensor& x) { return inexact_unary(cos_p, x); }
-Tensor tanh(const Tensor& x) { return inexact_unary(tanh_p, x); }
-Tensor sigmoid(const Tensor& x) { return inexact_unary(sigmoid_p, x); }
 Tensor relu(const Tensor& x) { return numeric_unary(relu_p, x); }
-Tensor sqrt(const Tensor& x) { return inexact_unary(sqrt_p, x); }
 namespace detail {
 Tensor complex_abs(const Tensor& z);  // src/ops/complex.cpp
 }

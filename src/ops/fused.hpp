@@ -9,18 +9,22 @@
 // for tanh; a bool mask and a select for relu) cost more than the arithmetic. These entries have no pullback, so
 // they are only used when no differentiation is recording.
 #pragma once
+#include "fluxion/ops/elementwise_defs.hpp"
 #include "fluxion/ops/primitive.hpp"
 
 namespace fx {
 
-extern Primitive tanh_backward_p;     // (dy, y) -> dy * (1 - y^2), y = tanh(x)
+// (dy, s) -> dy * f' for each math function f of the table (fluxion/ops/elementwise_defs.hpp),
+// s being what its derivative reads (x, or y = f(x)): tanh_backward_p, exp_backward_p, ...
+#define FX_DECLARE_BACKWARD(name) extern Primitive name##_backward_p;
+FX_ELEMENTWISE_UNARY(FX_DECLARE_BACKWARD)
+#undef FX_DECLARE_BACKWARD
 extern Primitive square_backward_p;   // (dy, x) -> dy * (2 x), for y = x^2 (reads x, not y)
 // (dy, x, y) -> dy * exp(x - y), y = logsumexp(x), with dy and y expanded to x's shape.
 extern Primitive logsumexp_backward_p;
 // (dy, x, labels) -> (softmax(x) - onehot(labels)) dy / N for l = logitcrossentropy(x, labels):
 // dy 0-d, x (N, C) dense, labels (N,) dense i64 or i32.
 extern Primitive logitcrossentropy_backward_p;
-extern Primitive sigmoid_backward_p;  // (dy, y) -> dy * (y * (1 - y)), y = sigmoid(x)
 extern Primitive relu_backward_p;     // (dy, y) -> y > 0 ? dy : 0, y = relu(x)
 // (dy, a, b) -> [dy * b | dy * a] for y = a * b (real, one shape, all dense): both cotangents
 // of a product in one allocation and one pass over dy.

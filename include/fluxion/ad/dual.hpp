@@ -474,86 +474,16 @@ constexpr auto operator<=>(const A& a, const B& b) {
 // ---- <cmath>: each is the value and the derivative, both computed in T (so they differentiate
 // again when T is itself a Dual or an fx::Real).
 
-template <class T, int N, int L>
-Dual<T, N, L> sin(const Dual<T, N, L>& x) {
-  using std::sin, std::cos;
-  return ad::detail::chain(x, sin(x.value()), cos(x.value()));
-}
-template <class T, int N, int L>
-Dual<T, N, L> cos(const Dual<T, N, L>& x) {
-  using std::sin, std::cos;
-  return ad::detail::chain(x, cos(x.value()), -sin(x.value()));
-}
-template <class T, int N, int L>
-Dual<T, N, L> tan(const Dual<T, N, L>& x) {
-  using std::tan;
-  T t = tan(x.value());
-  return ad::detail::chain(x, t, 1 + t * t);
-}
-template <class T, int N, int L>
-Dual<T, N, L> exp(const Dual<T, N, L>& x) {
-  using std::exp;
-  T e = exp(x.value());
-  return ad::detail::chain(x, e, e);
-}
-template <class T, int N, int L>
-Dual<T, N, L> expm1(const Dual<T, N, L>& x) {
-  using std::expm1, std::exp;
-  return ad::detail::chain(x, expm1(x.value()), exp(x.value()));
-}
-template <class T, int N, int L>
-Dual<T, N, L> log(const Dual<T, N, L>& x) {
-  using std::log;
-  return ad::detail::chain(x, log(x.value()), 1 / x.value());
-}
-template <class T, int N, int L>
-Dual<T, N, L> log1p(const Dual<T, N, L>& x) {
-  using std::log1p;
-  return ad::detail::chain(x, log1p(x.value()), 1 / (1 + x.value()));
-}
-template <class T, int N, int L>
-Dual<T, N, L> sqrt(const Dual<T, N, L>& x) {
-  using std::sqrt;
-  T s = sqrt(x.value());
-  return ad::detail::chain(x, s, 0.5 / s);
-}
-template <class T, int N, int L>
-Dual<T, N, L> tanh(const Dual<T, N, L>& x) {
-  using std::tanh;
-  T t = tanh(x.value());
-  return ad::detail::chain(x, t, 1 - t * t);
-}
-template <class T, int N, int L>
-Dual<T, N, L> sinh(const Dual<T, N, L>& x) {
-  using std::sinh, std::cosh;
-  return ad::detail::chain(x, sinh(x.value()), cosh(x.value()));
-}
-template <class T, int N, int L>
-Dual<T, N, L> cosh(const Dual<T, N, L>& x) {
-  using std::sinh, std::cosh;
-  return ad::detail::chain(x, cosh(x.value()), sinh(x.value()));
-}
-template <class T, int N, int L>
-Dual<T, N, L> atan(const Dual<T, N, L>& x) {
-  using std::atan;
-  return ad::detail::chain(x, atan(x.value()), 1 / (1 + x.value() * x.value()));
-}
-template <class T, int N, int L>
-Dual<T, N, L> asin(const Dual<T, N, L>& x) {
-  using std::asin, std::sqrt;
-  return ad::detail::chain(x, asin(x.value()), 1 / sqrt(1 - x.value() * x.value()));
-}
-template <class T, int N, int L>
-Dual<T, N, L> acos(const Dual<T, N, L>& x) {
-  using std::acos, std::sqrt;
-  return ad::detail::chain(x, acos(x.value()), -1 / sqrt(1 - x.value() * x.value()));
-}
-template <class T, int N, int L>
-Dual<T, N, L> erf(const Dual<T, N, L>& x) {
-  using std::erf, std::exp;
-  return ad::detail::chain(x, erf(x.value()),
-                           1.1283791670955126 * exp(-(x.value() * x.value())));  // 2/√π e^-x²
-}
+// The math functions of fluxion/ops/elementwise_defs.hpp, value and derivative from the table.
+#define FX_DUAL_TABLE_UNARY(NAME)                                          \
+  template <class T, int N, int L>                                         \
+  Dual<T, N, L> NAME(const Dual<T, N, L>& x) {                             \
+    using Op = elem::NAME##_op;                                            \
+    const T y = Op::value(x.value());                                      \
+    return ad::detail::chain(x, y, T(Op::derivative(x.value(), y)));       \
+  }
+FX_ELEMENTWISE_UNARY(FX_DUAL_TABLE_UNARY)
+#undef FX_DUAL_TABLE_UNARY
 // |x| has derivative sign(x), taken as 0 at 0 (as fx::Real does).
 template <class T, int N, int L>
 Dual<T, N, L> abs(const Dual<T, N, L>& x) {
@@ -605,37 +535,26 @@ auto pow(const A& a, const B& b) {
   }
 }
 
-template <class A, class B>
-  requires ad::detail::DualPair<A, B>
-auto atan2(const A& y, const B& x) {
-  using namespace ad::detail;
-  using std::atan2;
-  using R = common_dual_t<A, B>;
-  using T = typename R::value_type;
-  const R& yr = dual_to<R>(y);
-  const R& xr = dual_to<R>(x);
-  R r(atan2(yr.value(), xr.value()));
-  T inv = 1 / (xr.value() * xr.value() + yr.value() * yr.value());
-  T dy = xr.value() * inv, dx = -yr.value() * inv;
-  for (int i = 0; i < R::width; ++i) r.partial(i) = dy * yr.partial(i) + dx * xr.partial(i);
-  return r;
-}
-
-template <class A, class B>
-  requires ad::detail::DualPair<A, B>
-auto hypot(const A& a, const B& b) {
-  using namespace ad::detail;
-  using std::hypot;
-  using R = common_dual_t<A, B>;
-  using T = typename R::value_type;
-  const R& ar = dual_to<R>(a);
-  const R& br = dual_to<R>(b);
-  R r(hypot(ar.value(), br.value()));
-  T inv = 1 / r.value();
-  T da = ar.value() * inv, db = br.value() * inv;
-  for (int i = 0; i < R::width; ++i) r.partial(i) = da * ar.partial(i) + db * br.partial(i);
-  return r;
-}
+// atan2, hypot, copysign from the table: both operands at the common level (a number or a
+// lower-level Dual is a constant there).
+#define FX_DUAL_TABLE_BINARY(NAME)                                                     \
+  template <class A, class B>                                                          \
+    requires ad::detail::DualPair<A, B>                                                \
+  auto NAME(const A& a, const B& b) {                                                  \
+    using namespace ad::detail;                                                        \
+    using Op = elem::NAME##_op;                                                        \
+    using R = common_dual_t<A, B>;                                                     \
+    using T = typename R::value_type;                                                  \
+    const R& ar = dual_to<R>(a);                                                       \
+    const R& br = dual_to<R>(b);                                                       \
+    R r(Op::value(ar.value(), br.value()));                                            \
+    const T da = Op::da(ar.value(), br.value(), r.value());                            \
+    const T db = elem::partial_b<Op>(ar.value(), br.value(), r.value());               \
+    for (int i = 0; i < R::width; ++i) r.partial(i) = da * ar.partial(i) + db * br.partial(i); \
+    return r;                                                                          \
+  }
+FX_ELEMENTWISE_BINARY(FX_DUAL_TABLE_BINARY)
+#undef FX_DUAL_TABLE_BINARY
 
 // max/min choose by value (a on ties, as fx::Real does); the same-type overloads are more
 // specialised than std::max, so `using std::max; max(a, b)` picks them.

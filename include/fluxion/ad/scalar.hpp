@@ -33,6 +33,7 @@
 
 #include "fluxion/core/error.hpp"
 #include "fluxion/core/leaves.hpp"
+#include "fluxion/ops/elementwise_defs.hpp"
 
 
 namespace fx {
@@ -485,29 +486,7 @@ inline double value(double x) { return x; }
     const auto [y, d] = [v]() -> std::pair<double, double> __VA_ARGS__(); \
     return ad::Record::one(std::forward<X>(x), y, d);                   \
   }
-FX_REAL_UNARY(sin, { return {std::sin(v), std::cos(v)}; })
-FX_REAL_UNARY(cos, { return {std::cos(v), -std::sin(v)}; })
-FX_REAL_UNARY(tan, { const double t = std::tan(v); return {t, 1 + t * t}; })
-FX_REAL_UNARY(exp, { const double e = std::exp(v); return {e, e}; })
-FX_REAL_UNARY(exp2, { const double e = std::exp2(v); return {e, e * 0.6931471805599453}; })
-FX_REAL_UNARY(expm1, { return {std::expm1(v), std::exp(v)}; })
-FX_REAL_UNARY(log, { return {std::log(v), 1 / v}; })
-FX_REAL_UNARY(log2, { return {std::log2(v), 1.4426950408889634 / v}; })
-FX_REAL_UNARY(log10, { return {std::log10(v), 0.4342944819032518 / v}; })
-FX_REAL_UNARY(log1p, { return {std::log1p(v), 1 / (1 + v)}; })
-FX_REAL_UNARY(sqrt, { const double s = std::sqrt(v); return {s, 0.5 / s}; })
 FX_REAL_UNARY(cbrt, { const double c = std::cbrt(v); return {c, 1 / (3 * c * c)}; })
-FX_REAL_UNARY(tanh, { const double t = std::tanh(v); return {t, 1 - t * t}; })
-FX_REAL_UNARY(sinh, { return {std::sinh(v), std::cosh(v)}; })
-FX_REAL_UNARY(cosh, { return {std::cosh(v), std::sinh(v)}; })
-FX_REAL_UNARY(asinh, { return {std::asinh(v), 1 / std::sqrt(v * v + 1)}; })
-FX_REAL_UNARY(acosh, { return {std::acosh(v), 1 / std::sqrt(v * v - 1)}; })
-FX_REAL_UNARY(atanh, { return {std::atanh(v), 1 / (1 - v * v)}; })
-FX_REAL_UNARY(atan, { return {std::atan(v), 1 / (1 + v * v)}; })
-FX_REAL_UNARY(asin, { return {std::asin(v), 1 / std::sqrt(1 - v * v)}; })
-FX_REAL_UNARY(acos, { return {std::acos(v), -1 / std::sqrt(1 - v * v)}; })
-FX_REAL_UNARY(erf, { return {std::erf(v), 1.1283791670955126 * std::exp(-v * v)}; })  // 2/√π e^-x²
-FX_REAL_UNARY(erfc, { return {std::erfc(v), -1.1283791670955126 * std::exp(-v * v)}; })
 // |x| has derivative sign(x), taken as 0 at 0.
 FX_REAL_UNARY(abs, { return {std::abs(v), v > 0 ? 1.0 : v < 0 ? -1.0 : 0.0}; })
 FX_REAL_UNARY(fabs, { return {std::abs(v), v > 0 ? 1.0 : v < 0 ? -1.0 : 0.0}; })
@@ -518,6 +497,17 @@ FX_REAL_UNARY(round, { return {std::round(v), 0.0}; })
 FX_REAL_UNARY(trunc, { return {std::trunc(v), 0.0}; })
 FX_REAL_UNARY(nearbyint, { return {std::nearbyint(v), 0.0}; })
 #undef FX_REAL_UNARY
+
+// The math functions of fluxion/ops/elementwise_defs.hpp: value and derivative from the table,
+// computed in double.
+#define FX_REAL_TABLE_UNARY(NAME)                                                   \
+  template <ad::RealLike X>                                                         \
+  inline Real NAME(X&& x) {                                                         \
+    const double v = x.value(), y = elem::NAME##_op::value(v);                       \
+    return ad::Record::one(std::forward<X>(x), y, elem::NAME##_op::derivative(v, y)); \
+  }
+FX_ELEMENTWISE_UNARY(FX_REAL_TABLE_UNARY)
+#undef FX_REAL_TABLE_UNARY
 
 // A function of two arguments from its value and partials, for Real-Real, Real-number and
 // number-Real calls.
@@ -536,20 +526,6 @@ inline Real pow(A&& a, B&& b) {
   const double db = av > 0 ? y * std::log(av) : 0;
   return binary_function(std::forward<A>(a), std::forward<B>(b), y, da, db);
 }
-template <class A, class B>
-  requires ad::RealPair<A, B>
-inline Real atan2(A&& y, B&& x) {
-  const double yv = ad::value_of(y), xv = ad::value_of(x), r2 = xv * xv + yv * yv;
-  return binary_function(std::forward<A>(y), std::forward<B>(x), std::atan2(yv, xv), xv / r2,
-                         -yv / r2);
-}
-template <class A, class B>
-  requires ad::RealPair<A, B>
-inline Real hypot(A&& a, B&& b) {
-  const double av = ad::value_of(a), bv = ad::value_of(b), h = std::hypot(av, bv);
-  return binary_function(std::forward<A>(a), std::forward<B>(b), h, h == 0 ? 0 : av / h,
-                         h == 0 ? 0 : bv / h);
-}
 // fmod(a, b) = a - trunc(a / b) b: partials 1 and -trunc(a / b) between the jumps.
 template <class A, class B>
   requires ad::RealPair<A, B>
@@ -558,14 +534,18 @@ inline Real fmod(A&& a, B&& b) {
   return binary_function(std::forward<A>(a), std::forward<B>(b), std::fmod(av, bv), 1.0,
                          -std::trunc(av / bv));
 }
-// copysign(a, b) = |a| sign(b): partial sign(a) sign(b) for a, 0 for b.
-template <class A, class B>
-  requires ad::RealPair<A, B>
-inline Real copysign(A&& a, B&& b) {
-  const double av = ad::value_of(a), bv = ad::value_of(b), y = std::copysign(av, bv);
-  return binary_function(std::forward<A>(a), std::forward<B>(b), y,
-                         av == 0 ? 0.0 : (std::signbit(av) == std::signbit(bv) ? 1.0 : -1.0), 0.0);
-}
+// atan2, hypot, copysign from the table (fluxion/ops/elementwise_defs.hpp).
+#define FX_REAL_TABLE_BINARY(NAME)                                                        \
+  template <class A, class B>                                                             \
+    requires ad::RealPair<A, B>                                                           \
+  inline Real NAME(A&& a, B&& b) {                                                        \
+    using Op = elem::NAME##_op;                                                           \
+    const double av = ad::value_of(a), bv = ad::value_of(b), y = Op::value(av, bv);       \
+    return binary_function(std::forward<A>(a), std::forward<B>(b), y, Op::da(av, bv, y),  \
+                           elem::partial_b<Op>(av, bv, y));                               \
+  }
+FX_ELEMENTWISE_BINARY(FX_REAL_TABLE_BINARY)
+#undef FX_REAL_TABLE_BINARY
 // max/min choose by value (a on ties), as std::max/std::min do. The Real-Real overloads are
 // not templates, so `using std::max; max(a, b)` picks them.
 inline Real max(const Real& a, const Real& b) { return a.value() >= b.value() ? a : b; }

@@ -5,26 +5,31 @@
 //   auto z = a + b;                    // (4, 1) + (3,) -> (4, 3): inputs are expanded views
 //   auto m = fx::where(x > 0, x, 0.0);
 //   auto bad = fx::isnan(fx::log(x));  // bool, true where x < 0
+//   auto e = fx::erfinv(fx::erf(x));   // x again; every math function differentiates
 //
 // Binary ops first expand both operands to the common shape (an `expand` view whose pullback
 // sums back), so the elementwise rules only ever see equal shapes. Mixed dtypes promote
 // (bool < i32 < i64 < f32 < f64); a C++ number takes the tensor's dtype.
 #pragma once
 #include "fluxion/core/tensor.hpp"
+#include "fluxion/ops/elementwise_defs.hpp"
 
 namespace fx {
 
+// Math functions, one per entry of the table in elementwise_defs.hpp: exp, log, log1p, sin,
+// cos, tanh, sigmoid, sqrt (these eight also on complex tensors), expm1, exp2, log2, log10, tan,
+// asin, acos, atan, sinh, cosh, asinh, acosh, atanh, erf, erfc, erfinv, lgamma, digamma,
+// trigamma, tetragamma (floating tensors); and atan2(a, b), hypot(a, b), copysign(a, b), broadcasting.
+#define FX_DECLARE_UNARY(name) Tensor name(const Tensor& x);
+#define FX_DECLARE_BINARY(name) Tensor name(const Tensor& a, const Tensor& b);
+FX_ELEMENTWISE_UNARY(FX_DECLARE_UNARY)
+FX_ELEMENTWISE_BINARY(FX_DECLARE_BINARY)
+#undef FX_DECLARE_UNARY
+#undef FX_DECLARE_BINARY
+
 // Unary.
 Tensor neg(const Tensor& x);
-Tensor exp(const Tensor& x);
-Tensor log(const Tensor& x);
-Tensor log1p(const Tensor& x);
-Tensor sin(const Tensor& x);
-Tensor cos(const Tensor& x);
-Tensor tanh(const Tensor& x);
-Tensor sigmoid(const Tensor& x);
 Tensor relu(const Tensor& x);
-Tensor sqrt(const Tensor& x);
 Tensor abs(const Tensor& x);
 Tensor sign(const Tensor& x);  // -1, 0 or 1; its derivative is zero
 // Composites.

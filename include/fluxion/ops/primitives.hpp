@@ -6,13 +6,15 @@
 #pragma once
 #include <span>
 
+#include "fluxion/ops/elementwise_defs.hpp"
 #include "fluxion/ops/primitive.hpp"
 
 namespace fx {
 
 #define FX_BUILTIN_PRIMITIVES(X)                                                            \
-  /* unary */ X(neg) X(exp) X(log) X(log1p) X(sin) X(cos) X(tanh) X(sigmoid) X(relu) X(sqrt) \
-  X(abs) X(sign) X(square)                                                                            \
+  /* unary */ X(neg) X(relu) X(abs) X(sign) X(square)                                      \
+  /* math functions (ops/elementwise_defs.hpp) */                                            \
+  FX_ELEMENTWISE_UNARY(X) FX_ELEMENTWISE_BINARY(X)                                            \
   /* with a number */ X(add_scalar) X(mul_scalar) X(pow_scalar)                               \
   /* binary */ X(add) X(sub) X(mul) X(div) X(pow) X(maximum) X(minimum)                      \
   /* comparisons */ X(eq) X(ne) X(lt) X(le) X(gt) X(ge)                                      \

@@ -124,13 +124,13 @@ template <class F> inline constexpr VecFn vector_of = VecFn::exp;
 #define FX_VECTOR(Functor, fn)                                  \
   template <> inline constexpr bool has_vector<Functor> = true; \
   template <> inline constexpr VecFn vector_of<Functor> = VecFn::fn;
-FX_VECTOR(math::Exp, exp)
-FX_VECTOR(math::Log, log)
-FX_VECTOR(math::Log1p, log1p)
-FX_VECTOR(math::Sin, sin)
-FX_VECTOR(math::Cos, cos)
-FX_VECTOR(math::Tanh, tanh)
-FX_VECTOR(math::Sigmoid, sigmoid)
+FX_VECTOR(math::Value<elem::exp_op>, exp)
+FX_VECTOR(math::Value<elem::log_op>, log)
+FX_VECTOR(math::Value<elem::log1p_op>, log1p)
+FX_VECTOR(math::Value<elem::sin_op>, sin)
+FX_VECTOR(math::Value<elem::cos_op>, cos)
+FX_VECTOR(math::Value<elem::tanh_op>, tanh)
+FX_VECTOR(math::Value<elem::sigmoid_op>, sigmoid)
 #undef FX_VECTOR
 
 // y = f(x) on contiguous real arrays through the SIMD polynomials, split across threads.
@@ -240,15 +240,17 @@ void register_elementwise() {
   constexpr Device dev = Device::cpu;
   constexpr int r = kCpuRank;
   register_kernel(neg_p, dev, r, unary<math::Neg>);
-  register_kernel(exp_p, dev, r, unary<math::Exp>);
-  register_kernel(log_p, dev, r, unary<math::Log>);
-  register_kernel(log1p_p, dev, r, unary<math::Log1p>);
-  register_kernel(sin_p, dev, r, unary<math::Sin>);
-  register_kernel(cos_p, dev, r, unary<math::Cos>);
-  register_kernel(tanh_p, dev, r, unary<math::Tanh>);
-  register_kernel(sigmoid_p, dev, r, unary<math::Sigmoid>);
   register_kernel(relu_p, dev, r, unary<math::Relu>);
-  register_kernel(sqrt_p, dev, r, unary<math::Sqrt>);
+  // The math functions of the table, their fused pullbacks, and the binary ones.
+#define FX_REGISTER_UNARY(name)                                                  \
+  register_kernel(name##_p, dev, r, unary<math::Value<elem::name##_op>>);         \
+  register_kernel(name##_backward_p, dev, r, binary<math::Backward<elem::name##_op>>);
+#define FX_REGISTER_BINARY(name) \
+  register_kernel(name##_p, dev, r, binary<math::BinaryValue<elem::name##_op>>);
+  FX_ELEMENTWISE_UNARY(FX_REGISTER_UNARY)
+  FX_ELEMENTWISE_BINARY(FX_REGISTER_BINARY)
+#undef FX_REGISTER_UNARY
+#undef FX_REGISTER_BINARY
   register_kernel(square_p, dev, r, unary<math::Square>);
   register_kernel(abs_p, dev, r, unary<math::Abs>);
   register_kernel(sign_p, dev, r, unary<math::Sign>);
@@ -274,10 +276,8 @@ void register_elementwise() {
   register_kernel(where_p, dev, r, where);
   register_kernel(astype_p, dev, r, convert);
   register_kernel(copy_p, dev, r, convert);
-  register_kernel(tanh_backward_p, dev, r, binary<math::TanhBackward>);
   register_kernel(mul_backward_p, dev, r, mul_backward);
   register_kernel(square_backward_p, dev, r, binary<math::SquareBackward>);
-  register_kernel(sigmoid_backward_p, dev, r, binary<math::SigmoidBackward>);
   register_kernel(relu_backward_p, dev, r, binary<math::ReluBackward>);
 }
 

@@ -140,15 +140,17 @@ void register_reference_elementwise() {
   constexpr Device cpu = Device::cpu;
   constexpr int r = kReferenceRank;
   register_kernel(neg_p, cpu, r, unary<math::Neg>);
-  register_kernel(exp_p, cpu, r, unary<math::Exp>);
-  register_kernel(log_p, cpu, r, unary<math::Log>);
-  register_kernel(log1p_p, cpu, r, unary<math::Log1p>);
-  register_kernel(sin_p, cpu, r, unary<math::Sin>);
-  register_kernel(cos_p, cpu, r, unary<math::Cos>);
-  register_kernel(tanh_p, cpu, r, unary<math::Tanh>);
-  register_kernel(sigmoid_p, cpu, r, unary<math::Sigmoid>);
   register_kernel(relu_p, cpu, r, unary<math::Relu>);
-  register_kernel(sqrt_p, cpu, r, unary<math::Sqrt>);
+  // The math functions of the table, their fused pullbacks, and the binary ones.
+#define FX_REGISTER_UNARY(name)                                                  \
+  register_kernel(name##_p, cpu, r, unary<math::Value<elem::name##_op>>);         \
+  register_kernel(name##_backward_p, cpu, r, binary<math::Backward<elem::name##_op>>);
+#define FX_REGISTER_BINARY(name) \
+  register_kernel(name##_p, cpu, r, binary<math::BinaryValue<elem::name##_op>>);
+  FX_ELEMENTWISE_UNARY(FX_REGISTER_UNARY)
+  FX_ELEMENTWISE_BINARY(FX_REGISTER_BINARY)
+#undef FX_REGISTER_UNARY
+#undef FX_REGISTER_BINARY
   register_kernel(square_p, cpu, r, unary<math::Square>);
   register_kernel(abs_p, cpu, r, unary<math::Abs>);
   register_kernel(sign_p, cpu, r, unary<math::Sign>);
@@ -174,10 +176,8 @@ void register_reference_elementwise() {
   register_kernel(where_p, cpu, r, where);
   register_kernel(astype_p, cpu, r, convert);
   register_kernel(copy_p, cpu, r, convert);
-  register_kernel(tanh_backward_p, cpu, r, binary<math::TanhBackward>);
   register_kernel(mul_backward_p, cpu, r, mul_backward);
   register_kernel(square_backward_p, cpu, r, binary<math::SquareBackward>);
-  register_kernel(sigmoid_backward_p, cpu, r, binary<math::SigmoidBackward>);
   register_kernel(relu_backward_p, cpu, r, binary<math::ReluBackward>);
 }
 
