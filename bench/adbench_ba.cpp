@@ -67,7 +67,7 @@ using fx::bench::max_rel_err;
 using Ba = fx::data::BaInput;
 
 constexpr int kCam = Ba::kCamParams;  // 11
-constexpr int kLocal = kCam + 3 + 1;   // 15 parameters per reprojection residual
+constexpr int kLocal = kCam + 3 + 1;  // 15 parameters per reprojection residual
 
 // ---- ADBench's objective, generic over the scalar type ----------------------------------------
 // Camera layout: rotation 0..2 (Rodrigues), centre 3..5, focal 6, principal point 7..8, radial
@@ -231,9 +231,9 @@ void manual_reproj_jacobian(const double* cam, const double* X, double w, const 
     for (int j = 0; j < 3; ++j) {
       double ar = A[r][0] * dR[0][j] + A[r][1] * dR[1][j] + A[r][2] * dR[2][j];
       double aR = A[r][0] * R[0][j] + A[r][1] * R[1][j] + A[r][2] * R[2][j];
-      Jr[j] = ar;          // rotation
-      Jr[3 + j] = -aR;     // centre
-      Jr[kCam + j] = aR;   // point
+      Jr[j] = ar;         // rotation
+      Jr[3 + j] = -aR;    // centre
+      Jr[kCam + j] = aR;  // point
     }
     Jr[6] = w * pd[r];
     Jr[7] = r == 0 ? w : 0;
@@ -378,11 +378,11 @@ std::pair<Tn, Tn> reproj_batched(const std::vector<Tn>& v, const Tn& featx, cons
 }
 
 struct FxBa {
-  fx::Tensor cams, X, w;         // (n, 11), (m, 3), (p,): the parameters
-  fx::Tensor cam_idx, pt_idx;    // (p,) i64
-  fx::Tensor featx, featy;       // (p,)
-  fx::Tensor seed_x, seed_y;     // (2p,) cotangents selecting the x or the y rows
-  fx::Tensor ones;               // (p,)
+  fx::Tensor cams, X, w;       // (n, 11), (m, 3), (p,): the parameters
+  fx::Tensor cam_idx, pt_idx;  // (p,) i64
+  fx::Tensor featx, featy;     // (p,)
+  fx::Tensor seed_x, seed_y;   // (2p,) cotangents selecting the x or the y rows
+  fx::Tensor ones;             // (p,)
   bool any_zero_rotation = false;
 };
 
@@ -657,8 +657,9 @@ Ba synthetic() {
   };
   for (int c = 0; c < b.n; ++c) {
     double r = c % 3 == 0 ? 0 : 1;
-    double cam[kCam] = {r * u(-1, 1), r * u(-1, 1), r * u(-1, 1), u(-1, 1), u(-1, 1), u(-12, -8),
-                        u(300, 500), u(-5, 5), u(-5, 5), u(-0.1, 0.1), u(-0.01, 0.01)};
+    double cam[kCam] = {r * u(-1, 1), r * u(-1, 1), r * u(-1, 1),  u(-1, 1),
+                        u(-1, 1),     u(-12, -8),   u(300, 500),   u(-5, 5),
+                        u(-5, 5),     u(-0.1, 0.1), u(-0.01, 0.01)};
     b.cams.insert(b.cams.end(), cam, cam + kCam);
   }
   for (int q = 0; q < b.m; ++q)
@@ -675,9 +676,9 @@ Ba synthetic() {
 
 // One implementation: its objective and its Jacobian on prepared data (preparation untimed).
 struct Impl {
-  std::string name;                   // as printed: ba_<set>_<name>_{objective,jacobian}_s
-  std::function<void()> objective;    // computes all 3p residuals
-  std::function<void(Csr&)> jacobian; // fills the CSR Jacobian
+  std::string name;                    // as printed: ba_<set>_<name>_{objective,jacobian}_s
+  std::function<void()> objective;     // computes all 3p residuals
+  std::function<void(Csr&)> jacobian;  // fills the CSR Jacobian
   std::function<std::vector<double>()> residuals;  // x residuals, y residuals, weight residuals
 };
 
@@ -690,11 +691,14 @@ struct Prepared {
   TorchBa tb;
 #endif
   explicit Prepared(const Ba& b_)
-      : b(b_), t(fx_prepare(b_))
+      : b(b_),
+        t(fx_prepare(b_))
 #ifdef FLUXION_HAVE_TORCH
-        , tb(torch_prepare(b_, t))
+        ,
+        tb(torch_prepare(b_, t))
 #endif
-  {}
+  {
+  }
 };
 
 // All implementations by name; `scalar` and `tensor` are the ones the acceptance ratio uses.
@@ -716,8 +720,8 @@ std::vector<Impl> implementations(Prepared& P) {
   v.push_back({"fluxion_tensor_forward", [&P] { (void)objective_tensor(P.b, P.t); },
                [&P](Csr& J) { jacobian_tensor_forward(P.b, P.t, J); }, tensor_res});
   v.push_back({"fluxion_scalar", scalar_obj, [&b](Csr& J) { jacobian_scalar(b, J); }, scalar_res});
-  v.push_back({"fluxion_scalar_real", scalar_obj,
-               [&b](Csr& J) { jacobian_scalar_reverse(b, J); }, scalar_res});
+  v.push_back({"fluxion_scalar_real", scalar_obj, [&b](Csr& J) { jacobian_scalar_reverse(b, J); },
+               scalar_res});
 #ifdef FLUXION_HAVE_TORCH
   v.push_back({"torch", [&P] { (void)objective_torch(P.tb); },
                [&P](Csr& J) { jacobian_torch(P.b, P.tb, J); },
@@ -749,9 +753,9 @@ double agreement(Prepared& P, const std::vector<Impl>& impls, Csr& Jref) {
 
 int main(int argc, char** argv) {
   fx::bench::JacobianArgs args{FLUXION_ADBENCH_DIR "/ba",
-                                {"ba1", "ba2", "ba3", "ba4", "ba5", "ba8"},
-                                {"fluxion_tensor", "fluxion_scalar", "torch", "manual"},
-                                {}};
+                               {"ba1", "ba2", "ba3", "ba4", "ba5", "ba8"},
+                               {"fluxion_tensor", "fluxion_scalar", "torch", "manual"},
+                               {}};
   if (!fx::bench::parse_jacobian_args("adbench_ba", argc, argv, args)) return 2;
   const std::string& dir = args.dir;
   const std::vector<std::string>& sets = args.sets;

@@ -83,7 +83,8 @@ double gmm_constant(const Gmm& g) {
 // Q's row-major D*D entries as indices into [exp(q) (D), L (D(D-1)/2), 0]: the map used by the
 // tensor versions to build Q_k with one gather.
 std::vector<int64_t> q_index(int D) {
-  std::vector<int64_t> idx(static_cast<size_t>(D * D), int64_t(D) + D * (D - 1) / 2);  // the zero slot
+  std::vector<int64_t> idx(static_cast<size_t>(D * D),
+                           int64_t(D) + D * (D - 1) / 2);  // the zero slot
   int64_t l = D;
   for (int i = 0; i < D; ++i) {  // column
     idx[size_t(i * D + i)] = i;
@@ -117,7 +118,8 @@ double manual(const Gmm& d, const double* alphas, const double* means, const dou
     }
     sumq[size_t(k)] = s;
   }
-  std::vector<double> xc(static_cast<size_t>(K * D)), qxc(static_cast<size_t>(K * D)), main(static_cast<size_t>(K)), tmp(static_cast<size_t>(D));
+  std::vector<double> xc(static_cast<size_t>(K * D)), qxc(static_cast<size_t>(K * D)),
+      main(static_cast<size_t>(K)), tmp(static_cast<size_t>(D));
   double* ga = g;
   double* gm = g ? g + K : nullptr;
   double* gi = g ? g + K + K * D : nullptr;
@@ -217,14 +219,15 @@ fx::Tensor fx_objective(const FxParams& p, const FxConst& c) {
   fx::Tensor q = fx::slice(p.icf, 1, 0, D);
   fx::Tensor L = fx::slice(p.icf, 1, D, D * (D + 1) / 2);
   fx::Tensor eq = fx::exp(q);
-  fx::Tensor Q = fx::reshape(fx::index_select(fx::concat({eq, L, c.zero}, 1), 1, c.qidx), {K, D, D});
+  fx::Tensor Q =
+      fx::reshape(fx::index_select(fx::concat({eq, L, c.zero}, 1), 1, c.qidx), {K, D, D});
   fx::Tensor Qt = fx::transpose(Q, 1, 2);
   fx::Tensor W = fx::concat({Qt, -fx::matmul(fx::unsqueeze(p.means, 1), Qt)}, 1);  // (K, D+1, D)
-  fx::Tensor sq = fx::sum_squares(fx::matmul(c.x, W), {2});               // (K, N)
-  fx::Tensor mn = fx::unsqueeze(p.alphas + fx::sum(q, {1}), 1) - sq * 0.5;  // (K, N)
+  fx::Tensor sq = fx::sum_squares(fx::matmul(c.x, W), {2});                        // (K, N)
+  fx::Tensor mn = fx::unsqueeze(p.alphas + fx::sum(q, {1}), 1) - sq * 0.5;         // (K, N)
   fx::Tensor slse = fx::sum(fx::logsumexp(mn, {0}));
-  fx::Tensor prior = (fx::sum_squares(eq) + fx::sum_squares(L)) * (0.5 * c.gamma * c.gamma) -
-                     fx::sum(q) * c.m;
+  fx::Tensor prior =
+      (fx::sum_squares(eq) + fx::sum_squares(L)) * (0.5 * c.gamma * c.gamma) - fx::sum(q) * c.m;
   return slse - fx::logsumexp(p.alphas) * double(c.N) + prior + c.constant;
 }
 
@@ -261,7 +264,8 @@ torch::Tensor torch_objective(const torch::Tensor& alphas, const torch::Tensor& 
   torch::Tensor sq = torch::matmul(c.x, W).square().sum({2});
   torch::Tensor mn = (alphas + q.sum({1})).unsqueeze(1) - sq * 0.5;
   torch::Tensor slse = torch::logsumexp(mn, {0}).sum();
-  torch::Tensor prior = (eq.square().sum() + L.square().sum()) * (0.5 * c.gamma * c.gamma) - q.sum() * c.m;
+  torch::Tensor prior =
+      (eq.square().sum() + L.square().sum()) * (0.5 * c.gamma * c.gamma) - q.sum() * c.m;
   return slse - torch::logsumexp(alphas, {0}) * double(c.N) + prior + c.constant;
 }
 #endif
@@ -324,8 +328,15 @@ int main(int argc, char** argv) {
       FxParams p{fx::from_vector(d.alphas, {K}), fx::from_vector(d.means, {K, D}),
                  fx::from_vector(d.icf, {K, T})};
       const std::vector<double> xh = homogeneous_x(d);
-      FxConst c{fx::from_vector(xh, {N, D + 1}), fx::from_vector(q_index(D), {D * D}),
-                fx::zeros({K, 1}, fx::f64), D, K, N, d.gamma, d.m, gmm_constant(d)};
+      FxConst c{fx::from_vector(xh, {N, D + 1}),
+                fx::from_vector(q_index(D), {D * D}),
+                fx::zeros({K, 1}, fx::f64),
+                D,
+                K,
+                N,
+                d.gamma,
+                d.m,
+                gmm_constant(d)};
       double efx = fx_objective(p, c).item();
       auto obj = [&c](const FxParams& q) { return fx_objective(q, c); };
       std::vector<double> gfx = fx_flat(fx::gradient(obj, p));
@@ -340,8 +351,15 @@ int main(int argc, char** argv) {
           [&] { (void)fx::gradient(obj, p); },
           [&] { manual(d, d.alphas.data(), d.means.data(), d.icf.data(), gman.data()); }};
 #ifdef FLUXION_HAVE_TORCH
-      TorchConst tc{to_torch(xh, {N, D + 1}), torch::tensor(q_index(D), torch::kInt64),
-                    torch::zeros({K, 1}, torch::kFloat64), D, K, N, d.gamma, d.m, gmm_constant(d)};
+      TorchConst tc{to_torch(xh, {N, D + 1}),
+                    torch::tensor(q_index(D), torch::kInt64),
+                    torch::zeros({K, 1}, torch::kFloat64),
+                    D,
+                    K,
+                    N,
+                    d.gamma,
+                    d.m,
+                    gmm_constant(d)};
       torch::Tensor ta = to_torch(d.alphas, {K}).requires_grad_(true);
       torch::Tensor tm = to_torch(d.means, {K, D}).requires_grad_(true);
       torch::Tensor ti = to_torch(d.icf, {K, T}).requires_grad_(true);

@@ -108,8 +108,7 @@ void euler_transform(const T& x, const T& y, const T& z, T* H) {
     for (int j = 0; j < 4; ++j) H[4 * i + j] = T(i == 3 && j == 3 ? 1 : 0);
   for (int i = 0; i < 3; ++i)
     for (int j = 0; j < 3; ++j)
-      H[4 * i + j] =
-          Rzy[3 * i] * Rx[j] + Rzy[3 * i + 1] * Rx[3 + j] + Rzy[3 * i + 2] * Rx[6 + j];
+      H[4 * i + j] = Rzy[3 * i] * Rx[j] + Rzy[3 * i + 1] * Rx[3 + j] + Rzy[3 * i + 2] * Rx[6 + j];
 }
 
 // ADBench's angle_axis_to_rotation_matrix (row-major 3 × 3); identity below |w| = 1e-4.
@@ -161,10 +160,12 @@ void vertex_positions(const Hand& h, const std::vector<BonePose>& poses, const T
       if (w == 0) continue;
       const T* M = &transforms[size_t(16) * b];
       for (int i = 0; i < 3; ++i)
-        p[i] = p[i] + w * (M[4 * i] * x[0] + M[4 * i + 1] * x[1] + M[4 * i + 2] * x[2] + M[4 * i + 3]);
+        p[i] =
+            p[i] + w * (M[4 * i] * x[0] + M[4 * i + 1] * x[1] + M[4 * i + 2] * x[2] + M[4 * i + 3]);
     }
     for (int i = 0; i < 3; ++i)
-      V[size_t(3) * v + i] = R[3 * i] * p[0] + R[3 * i + 1] * p[1] + R[3 * i + 2] * p[2] + theta[3 + i];
+      V[size_t(3) * v + i] =
+          R[3 * i] * p[0] + R[3 * i + 1] * p[1] + R[3 * i + 2] * p[2] + theta[3 + i];
   }
 }
 
@@ -280,11 +281,13 @@ void vertex_jacobian_manual(const Hand& h, const std::vector<BonePose>& poses,
     // E = [[cz, −sz cx, sz sx], [sz, cz cx, −cz sx], [0, sx, cx]].
     if (p.x >= 0) {
       bone_of[size_t(p.x)] = b;
-      dE[size_t(p.x)] = {0, sz * sx, sz * cx, 0, 0, -cz * sx, -cz * cx, 0, 0, cx, -sx, 0, 0, 0, 0, 0};
+      dE[size_t(p.x)] = {0, sz * sx, sz * cx, 0, 0, -cz * sx, -cz * cx, 0,
+                         0, cx,      -sx,     0, 0, 0,        0,        0};
     }
     if (p.z >= 0) {
       bone_of[size_t(p.z)] = b;
-      dE[size_t(p.z)] = {-sz, -cz * cx, cz * sx, 0, cz, -sz * cx, sz * sx, 0, 0, 0, 0, 0, 0, 0, 0, 0};
+      dE[size_t(p.z)] = {-sz, -cz * cx, cz * sx, 0, cz, -sz * cx, sz * sx, 0,
+                         0,   0,        0,       0, 0,  0,        0,       0};
     }
   }
   // ∂T_b/∂θ_j for every bone b in the subtree of θ_j's bone (zero elsewhere: flagged by `in`).
@@ -330,12 +333,15 @@ void vertex_jacobian_manual(const Hand& h, const std::vector<BonePose>& poses,
     }
     double* dv = &dV[size_t(3) * v * kTheta];  // dv[i * 26 + j] = ∂V_v,i/∂θ_j
     for (int i = 0; i < 3; ++i) {
-      V[size_t(3) * v + i] = R[3 * i] * p[0] + R[3 * i + 1] * p[1] + R[3 * i + 2] * p[2] + theta[3 + i];
+      V[size_t(3) * v + i] =
+          R[3 * i] * p[0] + R[3 * i + 1] * p[1] + R[3 * i + 2] * p[2] + theta[3 + i];
       for (int k = 0; k < 3; ++k)
-        dv[i * kTheta + k] = dR[k][3 * i] * p[0] + dR[k][3 * i + 1] * p[1] + dR[k][3 * i + 2] * p[2];
+        dv[i * kTheta + k] =
+            dR[k][3 * i] * p[0] + dR[k][3 * i + 1] * p[1] + dR[k][3 * i + 2] * p[2];
       dv[i * kTheta + 3 + i] = 1;
       for (int j = 6; j < kTheta; ++j)
-        dv[i * kTheta + j] = R[3 * i] * dp[j][0] + R[3 * i + 1] * dp[j][1] + R[3 * i + 2] * dp[j][2];
+        dv[i * kTheta + j] =
+            R[3 * i] * dp[j][0] + R[3 * i + 1] * dp[j][1] + R[3 * i + 2] * dp[j][2];
     }
   }
 }
@@ -358,11 +364,13 @@ void jacobian_manual(const Hand& h, const std::vector<BonePose>& poses, std::vec
       }
       const int* tri = &h.triangles[3 * c];
       const double u0 = h.us[2 * size_t(i)], u1 = h.us[2 * size_t(i) + 1], u2 = 1.0 - u0 - u1;
-      const size_t a = size_t(3 * tri[0] + k), b = size_t(3 * tri[1] + k), e = size_t(3 * tri[2] + k);
+      const size_t a = size_t(3 * tri[0] + k), b = size_t(3 * tri[1] + k),
+                   e = size_t(3 * tri[2] + k);
       row[0] = -(V[a] - V[e]);
       row[1] = -(V[b] - V[e]);
       for (int j = 0; j < kTheta; ++j)
-        row[kUs + j] = -(u0 * dV[a * kTheta + j] + u1 * dV[b * kTheta + j] + u2 * dV[e * kTheta + j]);
+        row[kUs + j] =
+            -(u0 * dV[a * kTheta + j] + u1 * dV[b * kTheta + j] + u2 * dV[e * kTheta + j]);
     }
   }
 }
@@ -373,14 +381,14 @@ void jacobian_manual(const Hand& h, const std::vector<BonePose>& poses, std::vec
 // an index_select of the vertices. The global rotation's identity branch is chosen from the
 // parameters' values before the program runs, as ADBench's code branches.
 struct FxHand {
-  fx::Tensor theta, us;             // (26,), (N, 2) or undefined
-  fx::Tensor ex_index, ez_index;    // (bones,) i64 into theta with a 0 appended (index 26)
-  fx::Tensor base_rel, inv_base;    // (bones, 4, 4)
-  fx::Tensor rest;                  // (4, vertices): homogeneous rest positions
-  fx::Tensor weights;               // (bones, 1, vertices)
-  fx::Tensor corner[3];             // (N,) i64: vertex (simple: corner[0]) or triangle corners
-  fx::Tensor points;                // (N, 3)
-  fx::Tensor zero1, eye3;           // (1,), (3, 3)
+  fx::Tensor theta, us;           // (26,), (N, 2) or undefined
+  fx::Tensor ex_index, ez_index;  // (bones,) i64 into theta with a 0 appended (index 26)
+  fx::Tensor base_rel, inv_base;  // (bones, 4, 4)
+  fx::Tensor rest;                // (4, vertices): homogeneous rest positions
+  fx::Tensor weights;             // (bones, 1, vertices)
+  fx::Tensor corner[3];           // (N,) i64: vertex (simple: corner[0]) or triangle corners
+  fx::Tensor points;              // (N, 3)
+  fx::Tensor zero1, eye3;         // (1,), (3, 3)
   std::vector<fx::Tensor> theta_seed, us_seed;  // tangents: unit vectors; every u0, every u1
   std::vector<int> parents;
   bool identity_rotation = false;
@@ -459,7 +467,8 @@ fx::Tensor objective_tensor(const FxHand& t, const fx::Tensor& theta, const fx::
   const Tensor zero = fx::zeros_like(ex), one = fx::ones_like(ex);
   // Rz(z) Rx(x) (Ry = I), embedded in 4 × 4: ADBench's product with its zero middle angle.
   const Tensor E = fx::reshape(fx::stack({cz, -sz * cx, sz * sx, zero, sz, cz * cx, -cz * sx, zero,
-                                          zero, sx, cx, zero, zero, zero, zero, one}, 1),
+                                          zero, sx, cx, zero, zero, zero, zero, one},
+                                         1),
                                {nb, 4, 4});
   const Tensor rel = fx::matmul(t.base_rel, E);
   std::vector<Tensor> absolute(static_cast<size_t>(nb));
@@ -488,9 +497,9 @@ fx::Tensor objective_tensor(const FxHand& t, const fx::Tensor& theta, const fx::
       fx::matmul(R, skinned) + fx::reshape(fx::slice(theta, 0, 3, 6), {3, 1}), 0, 1);  // (nv, 3)
   if (!us.defined()) return t.points - fx::index_select(V, 0, t.corner[0]);
   const Tensor u0 = fx::slice(us, 1, 0, 1), u1 = fx::slice(us, 1, 1, 2);
-  return t.points - (u0 * fx::index_select(V, 0, t.corner[0]) +
-                     u1 * fx::index_select(V, 0, t.corner[1]) +
-                     (1.0 - u0 - u1) * fx::index_select(V, 0, t.corner[2]));
+  return t.points -
+         (u0 * fx::index_select(V, 0, t.corner[0]) + u1 * fx::index_select(V, 0, t.corner[1]) +
+          (1.0 - u0 - u1) * fx::index_select(V, 0, t.corner[2]));
 }
 
 // One jvp per pose parameter; in the complicated variant two more, seeding every point's u0
@@ -516,14 +525,15 @@ void jacobian_tensor(const Hand& h, const FxHand& t, std::vector<double>& J) {
     put(fx::jvp(f, std::tuple{t.theta, t.us}, std::tuple{t.theta_seed[size_t(k)], no_us}).second,
         off + k);
   for (int k = 0; k < kUs; ++k)
-    put(fx::jvp(f, std::tuple{t.theta, t.us}, std::tuple{no_theta, t.us_seed[size_t(k)]}).second, k);
+    put(fx::jvp(f, std::tuple{t.theta, t.us}, std::tuple{no_theta, t.us_seed[size_t(k)]}).second,
+        k);
 }
 
 #ifdef FLUXION_HAVE_TORCH
 // ---- (c) libtorch: the same batched program; Jacobian by forward-mode AD ------------------------
 struct TorchHand {
-  torch::Tensor theta, us, ex_index, ez_index, base_rel, inv_base, rest, weights, corner[3],
-      points, zero1, eye3;
+  torch::Tensor theta, us, ex_index, ez_index, base_rel, inv_base, rest, weights, corner[3], points,
+      zero1, eye3;
   std::vector<torch::Tensor> theta_seed, us_seed;  // as FxHand's
   std::vector<int> parents;
   bool identity_rotation = false;
@@ -533,7 +543,8 @@ torch::Tensor to_torch(const std::vector<double>& v, std::vector<int64_t> shape)
   return torch::from_blob(const_cast<double*>(v.data()), shape, torch::kFloat64).clone();
 }
 torch::Tensor to_torch(const std::vector<int64_t>& v) {
-  return torch::from_blob(const_cast<int64_t*>(v.data()), {int64_t(v.size())}, torch::kInt64).clone();
+  return torch::from_blob(const_cast<int64_t*>(v.data()), {int64_t(v.size())}, torch::kInt64)
+      .clone();
 }
 
 TorchHand torch_prepare(const Hand& h, const std::vector<BonePose>& poses) {
@@ -601,7 +612,8 @@ torch::Tensor objective_torch(const TorchHand& t, const torch::Tensor& theta,
                      0)
             .reshape({3, 3});
   }
-  const Tensor V = (torch::matmul(R, skinned) + theta.slice(0, 3, 6).reshape({3, 1})).transpose(0, 1);
+  const Tensor V =
+      (torch::matmul(R, skinned) + theta.slice(0, 3, 6).reshape({3, 1})).transpose(0, 1);
   if (!us.defined()) return t.points - V.index_select(0, t.corner[0]);
   const Tensor u0 = us.slice(1, 0, 1), u1 = us.slice(1, 1, 2);
   return t.points - (u0 * V.index_select(0, t.corner[0]) + u1 * V.index_select(0, t.corner[1]) +
@@ -619,8 +631,8 @@ void jacobian_torch(const Hand& h, const TorchHand& t, std::vector<double>& J) {
   auto pass = [&](const torch::Tensor& dtheta, const torch::Tensor& dus, int col) {
     const torch::Tensor th = at::_make_dual(t.theta, dtheta, int64_t(level));
     const torch::Tensor us = t.us.defined() ? at::_make_dual(t.us, dus, int64_t(level)) : t.us;
-    const torch::Tensor d = std::get<1>(at::_unpack_dual(objective_torch(t, th, us), int64_t(level)))
-                                .contiguous();
+    const torch::Tensor d =
+        std::get<1>(at::_unpack_dual(objective_torch(t, th, us), int64_t(level))).contiguous();
     const double* p = d.data_ptr<double>();
     for (size_t r = 0; r < rows; ++r) J[r * nc + size_t(col)] = p[r];
   };
@@ -679,11 +691,15 @@ struct Prepared {
   TorchHand tb;
 #endif
   explicit Prepared(const Hand& h_)
-      : h(h_), poses(bone_poses(h_)), t(fx_prepare(h_, poses))
+      : h(h_),
+        poses(bone_poses(h_)),
+        t(fx_prepare(h_, poses))
 #ifdef FLUXION_HAVE_TORCH
-        , tb(torch_prepare(h_, poses))
+        ,
+        tb(torch_prepare(h_, poses))
 #endif
-  {}
+  {
+  }
 };
 
 std::vector<Impl> implementations(Prepared& P) {
@@ -752,12 +768,11 @@ bool locate(const std::string& dir, const std::string& set, std::string& model, 
 }  // namespace
 
 int main(int argc, char** argv) {
-  fx::bench::JacobianArgs args{
-      FLUXION_ADBENCH_DIR "/hand",
-      {"simple/hand1", "simple/hand6", "simple/hand12", "complicated/hand1", "complicated/hand6",
-       "complicated/hand11"},
-      {"fluxion_tensor", "fluxion_scalar", "torch", "manual"},
-      {}};
+  fx::bench::JacobianArgs args{FLUXION_ADBENCH_DIR "/hand",
+                               {"simple/hand1", "simple/hand6", "simple/hand12",
+                                "complicated/hand1", "complicated/hand6", "complicated/hand11"},
+                               {"fluxion_tensor", "fluxion_scalar", "torch", "manual"},
+                               {}};
   if (!fx::bench::parse_jacobian_args("adbench_hand", argc, argv, args)) return 2;
 #ifndef FLUXION_HAVE_TORCH
   std::erase(args.impls, std::string("torch"));
@@ -804,12 +819,15 @@ int main(int argc, char** argv) {
                         (zero_rotation ? "_zero_rotation" : "");
       std::printf("%s_max_rel_error=%.3e\n%s_fd_error=%.3e\n", tag.c_str(), err, tag.c_str(), fd);
       if (!(err <= 1e-8) || !(fd <= 1e-6)) {
-        std::fprintf(stderr, "adbench_hand: self-check failed on %s (agreement %.3e, finite "
-                     "differences %.3e)\n", name.c_str(), err, fd);
+        std::fprintf(stderr,
+                     "adbench_hand: self-check failed on %s (agreement %.3e, finite "
+                     "differences %.3e)\n",
+                     name.c_str(), err, fd);
         return 1;
       }
       for (const std::string& c : chosen)
-        if (std::none_of(impls.begin(), impls.end(), [&](const Impl& im) { return im.name == c; })) {
+        if (std::none_of(impls.begin(), impls.end(),
+                         [&](const Impl& im) { return im.name == c; })) {
           std::fprintf(stderr, "adbench_hand: unknown implementation '%s' in --impls\n", c.c_str());
           return 2;
         }

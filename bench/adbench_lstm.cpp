@@ -116,8 +116,9 @@ double manual(const Lstm& d, const double* main, const double* extra, double* g)
       h[size_t(l * B + b)] = d.state[size_t(2 * l * B + b)];
       c[size_t(l * B + b)] = d.state[size_t(2 * l * B + B + b)];
     }
-  std::vector<double> rec(grad ? size_t(T) * size_t(L) * 9 * size_t(B) : 0), P(grad ? size_t(T * B) : 0),
-      lses(grad ? size_t(T) : 0), y(static_cast<size_t>(B)), p(static_cast<size_t>(B));
+  std::vector<double> rec(grad ? size_t(T) * size_t(L) * 9 * size_t(B) : 0),
+      P(grad ? size_t(T * B) : 0), lses(grad ? size_t(T) : 0), y(static_cast<size_t>(B)),
+      p(static_cast<size_t>(B));
   double total = 0;
   for (int t = 0; t < T; ++t) {
     const double* xs = &d.seq[size_t(t * B)];
@@ -288,7 +289,8 @@ fx::Tensor fx_objective(const FxParams& p, const FxConst& k) {
   std::vector<std::array<fx::Tensor, 8>> w(static_cast<size_t>(L));  // Wf Wi Wo Wg bf bi bo bg
   for (int l = 0; l < L; ++l) {
     fx::Tensor ml = fx::select(p.main, 0, l);
-    for (int j = 0; j < 8; ++j) w[size_t(l)][size_t(j)] = fx::select(fx::select(ml, 0, j / 4), 0, j % 4);
+    for (int j = 0; j < 8; ++j)
+      w[size_t(l)][size_t(j)] = fx::select(fx::select(ml, 0, j / 4), 0, j % 4);
   }
   fx::Tensor inw = fx::select(p.extra, 0, 0), outw = fx::select(p.extra, 0, 1),
              outb = fx::select(p.extra, 0, 2);
@@ -308,8 +310,8 @@ fx::Tensor fx_objective(const FxParams& p, const FxConst& k) {
     }
     ps.push_back(y * outw + outb);
   }
-  fx::Tensor P = fx::stack(ps, 0);                                        // (C-1, B)
-  fx::Tensor lse = fx::log(fx::sum(fx::exp(P), {1}, true) + 2.0);        // (C-1, 1)
+  fx::Tensor P = fx::stack(ps, 0);                                 // (C-1, B)
+  fx::Tensor lse = fx::log(fx::sum(fx::exp(P), {1}, true) + 2.0);  // (C-1, 1)
   fx::Tensor total = fx::sum(k.next * (P - lse));
   return total * (-1.0 / (double(k.xs.size()) * k.B));
 }
@@ -334,7 +336,8 @@ torch::Tensor torch_objective(const torch::Tensor& main, const torch::Tensor& ex
   const int L = k.L;
   std::vector<std::array<torch::Tensor, 8>> w(static_cast<size_t>(L));
   for (int l = 0; l < L; ++l)
-    for (int j = 0; j < 8; ++j) w[size_t(l)][size_t(j)] = main.select(0, l).select(0, j / 4).select(0, j % 4);
+    for (int j = 0; j < 8; ++j)
+      w[size_t(l)][size_t(j)] = main.select(0, l).select(0, j / 4).select(0, j % 4);
   torch::Tensor inw = extra.select(0, 0), outw = extra.select(0, 1), outb = extra.select(0, 2);
   std::vector<torch::Tensor> h = k.h0, c = k.c0, ps;
   ps.reserve(k.xs.size());
@@ -408,8 +411,10 @@ int main(int argc, char** argv) {
     FxConst k{{}, fx::slice(seq, 0, 1, C).contiguous(), {}, {}, L, C, B};
     for (int t = 0; t + 1 < C; ++t) k.xs.push_back(fx::select(seq, 0, t).contiguous());
     for (int l = 0; l < L; ++l) {
-      k.h0.push_back(fx::from_vector(std::vector<double>(d.state.begin() + 2 * l * B, d.state.begin() + 2 * l * B + B)));
-      k.c0.push_back(fx::from_vector(std::vector<double>(d.state.begin() + 2 * l * B + B, d.state.begin() + 2 * l * B + 2 * B)));
+      k.h0.push_back(fx::from_vector(
+          std::vector<double>(d.state.begin() + 2 * l * B, d.state.begin() + 2 * l * B + B)));
+      k.c0.push_back(fx::from_vector(std::vector<double>(d.state.begin() + 2 * l * B + B,
+                                                         d.state.begin() + 2 * l * B + 2 * B)));
     }
     FxParams p{fx::from_vector(d.main, {L, 2, 4, B}), fx::from_vector(d.extra, {3, B})};
     auto obj = [&k](const FxParams& q) { return fx_objective(q, k); };

@@ -71,8 +71,9 @@ inline Interleaved interleaved_time(const std::vector<std::function<void()>>& fn
           round[i] = el / double(reps[i]);
           break;
         }
-        reps[i] = el <= 0 ? reps[i] * 2
-                          : std::max(reps[i] * 2, int64_t(double(reps[i]) * o.min_time / el * 1.1) + 1);
+        reps[i] = el <= 0
+                      ? reps[i] * 2
+                      : std::max(reps[i] * 2, int64_t(double(reps[i]) * o.min_time / el * 1.1) + 1);
         reps[i] = std::min<int64_t>(reps[i], int64_t(1) << 40);
       }
     }

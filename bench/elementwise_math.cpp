@@ -64,12 +64,16 @@ int main(int argc, char** argv) {
   torch::set_num_threads(1);
 #endif
   const Fn fns[] = {
-      {"exp", -10, 10, [](const fx::Tensor& x) { return fx::exp(x); }, [](double v) { return std::exp(v); }},
-      {"log", 0.01, 100, [](const fx::Tensor& x) { return fx::log(x); }, [](double v) { return std::log(v); }},
-      {"tanh", -5, 5, [](const fx::Tensor& x) { return fx::tanh(x); }, [](double v) { return std::tanh(v); }},
+      {"exp", -10, 10, [](const fx::Tensor& x) { return fx::exp(x); },
+       [](double v) { return std::exp(v); }},
+      {"log", 0.01, 100, [](const fx::Tensor& x) { return fx::log(x); },
+       [](double v) { return std::log(v); }},
+      {"tanh", -5, 5, [](const fx::Tensor& x) { return fx::tanh(x); },
+       [](double v) { return std::tanh(v); }},
       {"sigmoid", -10, 10, [](const fx::Tensor& x) { return fx::sigmoid(x); },
        [](double v) { return 1 / (1 + std::exp(-v)); }},
-      {"sin", -10, 10, [](const fx::Tensor& x) { return fx::sin(x); }, [](double v) { return std::sin(v); }},
+      {"sin", -10, 10, [](const fx::Tensor& x) { return fx::sin(x); },
+       [](double v) { return std::sin(v); }},
   };
   fx::Generator gen(3);
   for (fx::DType dt : {fx::f32, fx::f64}) {
@@ -93,9 +97,11 @@ int main(int argc, char** argv) {
                              .to(dt == fx::f32 ? torch::kFloat : torch::kDouble);
       std::string nm = f.name;
       double tt = median_seconds(reps, [&] {
-        (void)(nm == "exp" ? torch::exp(tx) : nm == "log" ? torch::log(tx)
-               : nm == "tanh" ? torch::tanh(tx) : nm == "sigmoid" ? torch::sigmoid(tx)
-                                                               : torch::sin(tx));
+        (void)(nm == "exp"       ? torch::exp(tx)
+               : nm == "log"     ? torch::log(tx)
+               : nm == "tanh"    ? torch::tanh(tx)
+               : nm == "sigmoid" ? torch::sigmoid(tx)
+                                 : torch::sin(tx));
       });
       std::printf("%s_torch_ns=%.3f\n%s_ratio_fluxion_torch=%.3f\n", key.c_str(),
                   tt / double(n) * 1e9, key.c_str(), tf / tt);

@@ -29,8 +29,8 @@ double median_us(int reps, const std::function<void()>& f) {
   for (int r = 0; r < reps; ++r) {
     auto a = std::chrono::steady_clock::now();
     f();
-    t.push_back(std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - a)
-                    .count());
+    t.push_back(
+        std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - a).count());
   }
   std::sort(t.begin(), t.end());
   return t[t.size() / 2];
@@ -56,10 +56,9 @@ int main(int argc, char** argv) {
     const char* dname = dt == fx::c64 ? "c64" : "c128";
     for (const Case& c : cases) {
       fx::Tensor x = fx::randn({c.lines, c.n}, dt == fx::c64 ? fx::f32 : fx::f64).astype(dt);
-      const std::string key = std::string("fft_") + dname + "_" + std::to_string(c.n) + "x" +
-                              std::to_string(c.lines);
-      std::printf("%s_fluxion_us=%.1f\n", key.c_str(),
-                  median_us(reps, [&] { (void)fx::fft(x); }));
+      const std::string key =
+          std::string("fft_") + dname + "_" + std::to_string(c.n) + "x" + std::to_string(c.lines);
+      std::printf("%s_fluxion_us=%.1f\n", key.c_str(), median_us(reps, [&] { (void)fx::fft(x); }));
 #ifdef FLUXION_HAVE_TORCH
       auto tx = torch::randn({c.lines, c.n},
                              dt == fx::c64 ? torch::kComplexFloat : torch::kComplexDouble);

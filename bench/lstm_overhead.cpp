@@ -104,11 +104,12 @@ FxModel fx_model(int nlayers) {
   FxModel m;
   for (int l = 0; l < nlayers; ++l) {
     uint64_t s = 100 + 10 * uint64_t(l);
-    m.layers.push_back({fx::from_vector(init_values(kWidth * 4 * kWidth, s), {kWidth, 4 * kWidth}),
-                        fx::from_vector(init_values(kWidth * 4 * kWidth, s + 1), {kWidth, 4 * kWidth}),
-                        fx::from_vector(init_values(4 * kWidth, s + 2), {4 * kWidth}),
-                        fx::from_vector(init_values(kWidth, s + 3), {kWidth}),
-                        fx::from_vector(init_values(kWidth, s + 4), {kWidth})});
+    m.layers.push_back(
+        {fx::from_vector(init_values(kWidth * 4 * kWidth, s), {kWidth, 4 * kWidth}),
+         fx::from_vector(init_values(kWidth * 4 * kWidth, s + 1), {kWidth, 4 * kWidth}),
+         fx::from_vector(init_values(4 * kWidth, s + 2), {4 * kWidth}),
+         fx::from_vector(init_values(kWidth, s + 3), {kWidth}),
+         fx::from_vector(init_values(kWidth, s + 4), {kWidth})});
   }
   return m;
 }
@@ -169,7 +170,8 @@ torch::Tensor torch_loss(const TorchModel& m, const torch::Tensor& x) {
   for (int t = 0; t < kSteps; ++t) {
     for (size_t k = 0; k < m.layers.size(); ++k) {
       const auto& l = m.layers[k];
-      torch::Tensor g = torch::add(torch::add(torch::matmul(y, l[0]), torch::matmul(h[k], l[1])), l[2]);
+      torch::Tensor g =
+          torch::add(torch::add(torch::matmul(y, l[0]), torch::matmul(h[k], l[1])), l[2]);
       torch::Tensor i = torch::sigmoid(g.narrow(-1, 0, kWidth));
       torch::Tensor f = torch::sigmoid(g.narrow(-1, kWidth, kWidth));
       torch::Tensor z = torch::tanh(g.narrow(-1, 2 * kWidth, kWidth));
@@ -264,7 +266,8 @@ int main(int argc, char** argv) {
       Case c{nl, b, [&fm, x] { (void)fx::gradient(fx_loss, fm, x); }, {}, {}, {}};
 #ifdef FLUXION_HAVE_TORCH
       TorchModel& tm = tms[nl - 1];
-      torch::Tensor tx = torch::tensor(xv, torch::kFloat32).reshape({b, kWidth}).requires_grad_(true);
+      torch::Tensor tx =
+          torch::tensor(xv, torch::kFloat32).reshape({b, kWidth}).requires_grad_(true);
       if (b == 1) {
         torch::Tensor y = torch_loss(tm, tx);
         torch_graph_nodes(y, t_ops[nl], t_leaves[nl]);
@@ -274,7 +277,8 @@ int main(int argc, char** argv) {
         std::vector<float> a = fx::to_vector<float>(gx);
         torch::Tensor tg = tx.grad().contiguous();
         for (size_t i = 0; i < a.size(); ++i)
-          if (std::abs(a[i] - tg.data_ptr<float>()[i]) > 1e-4 * (1 + std::abs(a[i]))) grads_ok = false;
+          if (std::abs(a[i] - tg.data_ptr<float>()[i]) > 1e-4 * (1 + std::abs(a[i])))
+            grads_ok = false;
         tx.mutable_grad().reset();
         for (auto& l : tm.layers)
           for (auto& p : l) p.mutable_grad().reset();
@@ -319,7 +323,8 @@ int main(int argc, char** argv) {
     for (size_t i = 0; i < bs.size(); ++i)
       csv << "point,libtorch," << nl << ',' << bs[i] << ',' << tt[i] << ",,," << t_ops[nl] << '\n';
     csv << "fit,libtorch," << nl << ",,," << a << ',' << s << ',' << t_ops[nl] << '\n';
-    std::printf("lstm_layers%d_libtorch_autograd_leaves=%llu\n", nl, (unsigned long long)t_leaves[nl]);
+    std::printf("lstm_layers%d_libtorch_autograd_leaves=%llu\n", nl,
+                (unsigned long long)t_leaves[nl]);
 #endif
     rows.push_back(r);
   }

@@ -78,9 +78,7 @@ int main(int argc, char** argv) {
         cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, int(n), int(n), int(n), 1.0f, pa,
                     int(n), pb, int(n), 0.0f, c.data(), int(n));
       };
-      auto run_dnnl = [&] {
-        dnnl_sgemm('N', 'N', n, n, n, 1.0f, pa, n, pb, n, 0.0f, c.data(), n);
-      };
+      auto run_dnnl = [&] { dnnl_sgemm('N', 'N', n, n, n, 1.0f, pa, n, pb, n, 0.0f, c.data(), n); };
       run_fx();
       run_dnnl();
       run_blas();

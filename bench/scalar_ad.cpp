@@ -249,8 +249,8 @@ T gmm_objective(const fx::data::GmmInput& in, const std::vector<T>& alphas,
   // Wishart prior.
   const double gamma = in.gamma;
   const int m = in.m, np = d + m + 1;
-  const double cw = np * d * (std::log(gamma) - 0.5 * std::log(2.0)) -
-                    log_gamma_distrib(0.5 * np, d);
+  const double cw =
+      np * d * (std::log(gamma) - 0.5 * std::log(2.0)) - log_gamma_distrib(0.5 * np, d);
   T prior = 0;
   for (int c = 0; c < k; ++c) {
     T frob = 0;
@@ -276,12 +276,13 @@ int main(int argc, char** argv) {
   auto fdot = [](const auto& x, const auto& y) { return dot(x, y); };
   volatile double sink = 0;
   std::tuple<std::vector<double>, std::vector<double>> g;
-  Paired dt = time_paired(reps, [&] { sink = dot(a, b); }, [&] { g = fx::gradient(fdot, a, b); });
+  Paired dt = time_paired(
+      reps, [&] { sink = dot(a, b); }, [&] { g = fx::gradient(fdot, a, b); });
   const Timing t_plain = dt.plain, t_grad = dt.other[0];
   double dot_err = 0;
   for (size_t i = 0; i < n; ++i)
-    dot_err = std::max({dot_err, std::abs(std::get<0>(g)[i] - b[i]),
-                        std::abs(std::get<1>(g)[i] - a[i])});
+    dot_err =
+        std::max({dot_err, std::abs(std::get<0>(g)[i] - b[i]), std::abs(std::get<1>(g)[i] - a[i])});
   const double ops = 2.0 * n;
   std::printf("dot_n=%zu\n", n);
   std::printf("dot_plain_ns_per_op=%.3f\n", t_plain.median * 1e9 / ops);
@@ -318,11 +319,11 @@ int main(int argc, char** argv) {
       reps, [&] { e_elements = plain_in(Inner::elements); },
       [&] { ge = grad_of(Sum::preaccumulated, Inner::elements); });
   const Timing t_obj = gt.plain, t_ggrad = gt.other[0], t_lgrad = gt.other[1];
-  Phases gp = phases(reps, objective(Sum::preaccumulated, Inner::ranges), in.alphas, in.means,
-                     in.icf);
+  Phases gp =
+      phases(reps, objective(Sum::preaccumulated, Inner::ranges), in.alphas, in.means, in.icf);
   Phases lp = phases(reps, objective(Sum::loop, Inner::ranges), in.alphas, in.means, in.icf);
-  Phases ep = phases(reps, objective(Sum::preaccumulated, Inner::elements), in.alphas, in.means,
-                     in.icf);
+  Phases ep =
+      phases(reps, objective(Sum::preaccumulated, Inner::elements), in.alphas, in.means, in.icf);
 
   // The two gradients agree; central differences on random coordinates of each block (h scaled
   // to the parameter) check the preaccumulated one.

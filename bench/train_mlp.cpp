@@ -58,7 +58,7 @@ using Clock = std::chrono::steady_clock;
 struct Args {
   std::vector<int> threads{1};
   int epochs = 3;
-  int64_t steps = 0;  // 0: whole epochs
+  int64_t steps = 0;                  // 0: whole epochs
   std::string parallel = "balanced";  // --parallel balanced|even|ops: see fluxion_epoch
   uint64_t seed = 1;
   std::string data = fx::data::kFashionMnistDir;
@@ -124,10 +124,10 @@ double fluxion_epoch(Mlp& model, Opt& opt, fx::data::DataLoader& loader, int64_t
   };
   for (auto [x, y] : loader) {
     if (steps && k == steps) break;
-    auto [l, grad] =
-        parallel == "balanced" ? dp.withgradient(loss_fn, model, x, y)
-        : parallel == "even"   ? fx::train::data_parallel_withgradient(loss_fn, model, x, y)
-                               : fx::withgradient([&](const Mlp& m) { return loss_fn(m, x, y); }, model);
+    auto [l, grad] = parallel == "balanced" ? dp.withgradient(loss_fn, model, x, y)
+                     : parallel == "even"
+                         ? fx::train::data_parallel_withgradient(loss_fn, model, x, y)
+                         : fx::withgradient([&](const Mlp& m) { return loss_fn(m, x, y); }, model);
     fx::optim::update(opt, model, grad);
     loss = l.item();
     ++k;
@@ -144,9 +144,7 @@ struct TorchMlpImpl : torch::nn::Module {
     register_module("l2", l2);
     register_module("l3", l3);
   }
-  torch::Tensor forward(torch::Tensor x) {
-    return l3(torch::relu(l2(torch::relu(l1(x)))));
-  }
+  torch::Tensor forward(torch::Tensor x) { return l3(torch::relu(l2(torch::relu(l1(x))))); }
 };
 TORCH_MODULE(TorchMlp);
 
@@ -294,22 +292,25 @@ int main(int argc, char** argv) {
     if (!counts.empty()) counts += ',';
     counts += std::to_string(t);
   }
-  std::printf("# MLP 784-256-128-10 relu, Adam(1e-3), batch 128, shuffled; threads=%s; fluxion "
-              "--parallel %s\n", counts.c_str(), args.parallel.c_str());
-  std::printf("# %d repetitions of %lld steps%s; median reported\n", args.epochs,
-              (long long)timed, timed < epoch_steps ? ", scaled to a 469-step epoch" : " (a full epoch)");
+  std::printf(
+      "# MLP 784-256-128-10 relu, Adam(1e-3), batch 128, shuffled; threads=%s; fluxion "
+      "--parallel %s\n",
+      counts.c_str(), args.parallel.c_str());
+  std::printf("# %d repetitions of %lld steps%s; median reported\n", args.epochs, (long long)timed,
+              timed < epoch_steps ? ", scaled to a 469-step epoch" : " (a full epoch)");
   for (int e = 0; e < args.epochs; ++e) {
     std::printf("# rep %d:", e + 1);
     for (auto& run : runs) {
       set_threads(run->threads);
       double fl = 0;
       run->fluxion_s.push_back(scale * fluxion_epoch(run->model, run->opt, run->loader, args.steps,
-                                                   args.parallel, run->dp, fl));
+                                                     args.parallel, run->dp, fl));
       std::printf("  t%d fluxion %.3f s (loss %.4f)", run->threads, run->fluxion_s.back(), fl);
 #ifdef FLUXION_BENCH_TORCH
       set_torch_threads(run->threads);
       double tl = 0;
-      run->torch_s.push_back(scale * torch_epoch(run->tmodel, run->topt, tx, ty, 128, args.steps, tl));
+      run->torch_s.push_back(scale *
+                             torch_epoch(run->tmodel, run->topt, tx, ty, 128, args.steps, tl));
       std::printf("  libtorch %.3f s (loss %.4f)", run->torch_s.back(), tl);
 #endif
     }
@@ -332,7 +333,8 @@ int main(int argc, char** argv) {
     const double t = median(run->torch_s);
     std::printf("%slibtorch_epoch_s=%.4f\n", pre.c_str(), t);
     std::printf("%slibtorch_images_per_s=%.0f\n", pre.c_str(), images / t);
-    std::printf("%slibtorch_test_accuracy=%.4f\n", pre.c_str(), torch_accuracy(run->tmodel, tex, tey));
+    std::printf("%slibtorch_test_accuracy=%.4f\n", pre.c_str(),
+                torch_accuracy(run->tmodel, tex, tey));
     std::printf("# ratio = fluxion / libtorch epoch time: below 1 means fluxion is faster\n");
     std::printf("%sratio=%.3f\n", pre.c_str(), f / t);
 #endif
@@ -346,7 +348,8 @@ int main(int argc, char** argv) {
     std::printf("fluxion%s=%.3f\n", name.c_str(),
                 median_speedup(runs[0]->fluxion_s, runs[i]->fluxion_s));
 #ifdef FLUXION_BENCH_TORCH
-    std::printf("libtorch%s=%.3f\n", name.c_str(), median_speedup(runs[0]->torch_s, runs[i]->torch_s));
+    std::printf("libtorch%s=%.3f\n", name.c_str(),
+                median_speedup(runs[0]->torch_s, runs[i]->torch_s));
 #endif
   }
   return 0;

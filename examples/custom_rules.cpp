@@ -37,8 +37,7 @@ int main() {
 
   std::printf("1. log1pexp with a custom rule\n");
   auto log1pexp = fx::custom_rule(
-      "log1pexp",
-      [](const Tensor& x) { return fx::relu(x) + fx::log1p(fx::exp(-fx::abs(x))); },
+      "log1pexp", [](const Tensor& x) { return fx::relu(x) + fx::log1p(fx::exp(-fx::abs(x))); },
       [](const Tensor& x, const Tensor&, const Tensor& dy) { return dy * fx::sigmoid(x); });
   Tensor x = fx::tensor({-30, -1, 0, 1, 30, 800}, fx::f64);
   Tensor naive = fx::log(1 + fx::exp(x));
@@ -72,12 +71,10 @@ int main() {
         return std::tuple{gw, gth};
       });
   auto loss = [](const Tensor& x) { return fx::sum(x * x); };
-  auto [y_imp, back_imp] =
-      fx::pullback([&](const Tensor& w, const Tensor& th) { return loss(fixed_point(w, th)); },
-                   w, theta);
+  auto [y_imp, back_imp] = fx::pullback(
+      [&](const Tensor& w, const Tensor& th) { return loss(fixed_point(w, th)); }, w, theta);
   auto [y_unr, back_unr] =
-      fx::pullback([&](const Tensor& w, const Tensor& th) { return loss(solve(w, th)); }, w,
-                   theta);
+      fx::pullback([&](const Tensor& w, const Tensor& th) { return loss(solve(w, th)); }, w, theta);
   auto [gw_imp, gth_imp] = back_imp(fx::ones_like(y_imp));
   auto [gw_unr, gth_unr] = back_unr(fx::ones_like(y_unr));
   std::printf("  tape nodes: implicit rule %zu, unrolled %d iterations %zu\n",

@@ -99,13 +99,17 @@ Tensor judge_input(const Tensor& logits, const Tensor& y) {
 }
 
 auto make_judge(fx::Generator& gen) {
-  return fx::nn::Chain(fx::nn::Dense(20, 32, fx::relu, gen), fx::nn::Dense(32, 1, fx::identity, gen));
+  return fx::nn::Chain(fx::nn::Dense(20, 32, fx::relu, gen),
+                       fx::nn::Dense(32, 1, fx::identity, gen));
 }
 using Judge = decltype(make_judge(std::declval<fx::Generator&>()));
 
 double binary_accuracy(const Tensor& judge_logits, const Tensor& a) {
-  return fx::mean(fx::astype(fx::eq(fx::astype(fx::gt(judge_logits, fx::zeros_like(judge_logits)),
-                                               fx::f32), a), fx::f32)).item();
+  return fx::mean(
+             fx::astype(
+                 fx::eq(fx::astype(fx::gt(judge_logits, fx::zeros_like(judge_logits)), fx::f32), a),
+                 fx::f32))
+      .item();
 }
 
 // A fresh judge trained (full batch, Adam) on the first half of (features, a), scored on the
@@ -121,8 +125,8 @@ double probe_accuracy(const Tensor& features, const Tensor& a, int64_t steps, ui
   Judge probe = make_judge(gen);
   auto opt = fx::optim::setup(fx::optim::Adam{.lr = 1e-2}, probe);
   for (int64_t s = 0; s < steps; ++s) {
-    auto g = fx::gradient(
-        [&](const Judge& j) { return fx::logitbinarycrossentropy(j(xf), af); }, probe);
+    auto g =
+        fx::gradient([&](const Judge& j) { return fx::logitbinarycrossentropy(j(xf), af); }, probe);
     fx::optim::update(opt, probe, g);
   }
   return binary_accuracy(probe(xs), as);
@@ -190,8 +194,10 @@ Outcome train(Predictor predictor, double lambda, const Args& args, const Marked
     judge_sum += jl.item();
     ++count;
     if (step % log_every == 0 || step == args.steps) {
-      history.add({.step = step, .epoch = 1, .name = tag + "predictor_loss", .value = task_sum / count});
-      history.add({.step = step, .epoch = 1, .name = tag + "judge_loss", .value = judge_sum / count});
+      history.add(
+          {.step = step, .epoch = 1, .name = tag + "predictor_loss", .value = task_sum / count});
+      history.add(
+          {.step = step, .epoch = 1, .name = tag + "judge_loss", .value = judge_sum / count});
       if (print)
         std::printf("step=%lld predictor_loss=%.4f judge_loss=%.4f\n", (long long)step,
                     task_sum / count, judge_sum / count);
@@ -202,7 +208,8 @@ Outcome train(Predictor predictor, double lambda, const Args& args, const Marked
 
   Outcome out;
   const Tensor logits = predictor(test_set.x);
-  out.test_accuracy = fx::mean(fx::astype(fx::eq(fx::data::onecold(logits), test_set.y), fx::f32)).item();
+  out.test_accuracy =
+      fx::mean(fx::astype(fx::eq(fx::data::onecold(logits), test_set.y), fx::f32)).item();
   const Tensor features = judge_input(logits, test_set.y);
   out.judge_accuracy = binary_accuracy(judge(features), test_set.a);
   out.probe_accuracy = probe_accuracy(features, test_set.a, args.probe_steps, args.seed);
@@ -219,14 +226,16 @@ int main(int argc, char** argv) {
                         "network), beside a lambda = 0 baseline.");
   cli.option("--steps", "N", "training steps (batches) per run", args.steps, {.min = int64_t(1)});
   cli.option("--batch", "B", "images per batch", args.batch, {.min = int64_t(1)});
-  cli.option("--lambda", "L", "weight of the judge's loss in the predictor's", args.lambda, {.min = 0.0});
+  cli.option("--lambda", "L", "weight of the judge's loss in the predictor's", args.lambda,
+             {.min = 0.0});
   cli.option("--bias", "P", "P(a = 1) for classes 0-4 in training (1 - P for 5-9)", args.bias,
              {.min = 0.0, .max = 1.0});
   cli.option("--train-subset", "N", "train on the first N images", args.train_subset,
              {.min = int64_t(1)});
   cli.option("--judge-steps", "K", "judge updates per predictor update", args.judge_steps,
              {.min = int64_t(1)});
-  cli.option("--probe-steps", "N", "Adam steps of the probe judge", args.probe_steps, {.min = int64_t(1)});
+  cli.option("--probe-steps", "N", "Adam steps of the probe judge", args.probe_steps,
+             {.min = int64_t(1)});
   cli.option("--seed", "S", "seed of the weights, attributes and batches", args.seed);
   cli.option("--data", "DIR", "directory with the Fashion-MNIST IDX files", args.data);
   cli.option("--plot", "FILE", "both runs' loss curves (PNG)", args.plot);
@@ -260,11 +269,13 @@ int main(int argc, char** argv) {
   fx::Generator data_gen(args.seed + 7);
   const Marked train_set = mark(train_raw, args.bias, data_gen);
   const Marked test_set = mark(test_raw, 0.5, data_gen);
-  std::printf("train_images=%lld train_attribute_label_agreement=%.3f\n",
-              (long long)train_raw.size(),
-              fx::mean(fx::astype(fx::eq(fx::reshape(train_set.a, {train_raw.size()}),
-                                         fx::astype(fx::lt(train_set.y, fx::full_like(train_set.y, 5)), fx::f32)),
-                                  fx::f32)).item());
+  std::printf(
+      "train_images=%lld train_attribute_label_agreement=%.3f\n", (long long)train_raw.size(),
+      fx::mean(fx::astype(
+                   fx::eq(fx::reshape(train_set.a, {train_raw.size()}),
+                          fx::astype(fx::lt(train_set.y, fx::full_like(train_set.y, 5)), fx::f32)),
+                   fx::f32))
+          .item());
 
   // The judge's loss when it knows the label alone (a is Bernoulli(bias) given the label's
   // group): the level an adversarial run's judge_loss should settle at, the entropy H(bias).
@@ -275,11 +286,13 @@ int main(int argc, char** argv) {
   const auto predictor = fx::nn::Chain(fx::nn::Dense(784, 128, fx::relu, init_gen),
                                        fx::nn::Dense(128, 10, fx::identity, init_gen));
   fx::train::History history;
-  const Outcome base = train(predictor, 0.0, args, train_set, test_set, history, "baseline_", false);
+  const Outcome base =
+      train(predictor, 0.0, args, train_set, test_set, history, "baseline_", false);
   const Outcome adv = train(predictor, args.lambda, args, train_set, test_set, history, "", true);
 
-  std::printf("baseline_test_accuracy=%.4f\nbaseline_probe_accuracy=%.4f\nbaseline_judge_accuracy=%.4f\n",
-              base.test_accuracy, base.probe_accuracy, base.judge_accuracy);
+  std::printf(
+      "baseline_test_accuracy=%.4f\nbaseline_probe_accuracy=%.4f\nbaseline_judge_accuracy=%.4f\n",
+      base.test_accuracy, base.probe_accuracy, base.judge_accuracy);
   std::printf("test_accuracy=%.4f\nprobe_accuracy=%.4f\njudge_accuracy=%.4f\n", adv.test_accuracy,
               adv.probe_accuracy, adv.judge_accuracy);
   std::printf("leak_ratio=%.3f\n", (adv.probe_accuracy - 0.5) / (base.probe_accuracy - 0.5));

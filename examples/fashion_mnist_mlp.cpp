@@ -139,17 +139,18 @@ double train_model(const Args& args, Model& model, Opt& opt, const fx::data::Dat
   auto loss = [](const auto& m, const fx::Tensor& x, const fx::Tensor& y) {
     return fx::logitcrossentropy(m(x), y);
   };
-  fx::train::History history = fx::train::fit(model, opt, loader, loss, {
-      .epochs = args.epochs,
-      .callbacks = {evaluate},
-      .schedule = schedule,
-      .csv = args.csv,
-      .checkpoint_dir = args.checkpoint,
-      .resume_dir = args.resume});
+  fx::train::History history = fx::train::fit(model, opt, loader, loss,
+                                              {.epochs = args.epochs,
+                                               .callbacks = {evaluate},
+                                               .schedule = schedule,
+                                               .csv = args.csv,
+                                               .checkpoint_dir = args.checkpoint,
+                                               .resume_dir = args.resume});
   if (!args.save.empty()) fx::io::save(args.save, model, {{"epochs", std::to_string(args.epochs)}});
   if (!args.plot.empty() && !history.empty())
-    fx::train::plot_history(history, args.plot, {.series = {"loss", "train_loss", "test_accuracy"},
-                                                 .title = "fashion-mnist mlp"});
+    fx::train::plot_history(
+        history, args.plot,
+        {.series = {"loss", "train_loss", "test_accuracy"}, .title = "fashion-mnist mlp"});
   return acc;
 }
 
@@ -174,9 +175,9 @@ int main(int argc, char** argv) {
             << " test images from " << args.data << "\n";
 
   fx::Generator gen(args.seed);
-  auto model = fx::nn::Chain(fx::nn::Dense(784, 256, fx::relu, gen),
-                             fx::nn::Dense(256, 128, fx::relu, gen),
-                             fx::nn::Dense(128, 10, fx::identity, gen));
+  auto model =
+      fx::nn::Chain(fx::nn::Dense(784, 256, fx::relu, gen), fx::nn::Dense(256, 128, fx::relu, gen),
+                    fx::nn::Dense(128, 10, fx::identity, gen));
   if (args.train_subset > 0 && args.train_subset < train.size()) {
     std::vector<int64_t> rows(size_t(args.train_subset));
     std::iota(rows.begin(), rows.end(), int64_t(0));

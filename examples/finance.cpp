@@ -87,13 +87,14 @@ void black_scholes(int64_t paths, uint64_t seed) {
   };
   const Tensor gamma = fx::jvp(delta_smoothed, s0, fx::ones({paths}, fx::f64)).second;
   const Tensor st = terminal(s0, vol, rate);
-  const Tensor lr_mix = std::exp(-r * T) / (S * S) * fx::where(st > K, st, 0.0) *
-                        (z / (sigma * std::sqrt(T)) - 1.0);
+  const Tensor lr_mix =
+      std::exp(-r * T) / (S * S) * fx::where(st > K, st, 0.0) * (z / (sigma * std::sqrt(T)) - 1.0);
 
   const double d1 = (std::log(S / K) + (r + 0.5 * sigma * sigma) * T) / (sigma * std::sqrt(T));
   const double d2 = d1 - sigma * std::sqrt(T);
   std::printf("black_scholes: %lld paths\n", static_cast<long long>(paths));
-  report("price", payoff(s0, vol, rate), S * normal_cdf(d1) - K * std::exp(-r * T) * normal_cdf(d2));
+  report("price", payoff(s0, vol, rate),
+         S * normal_cdf(d1) - K * std::exp(-r * T) * normal_cdf(d2));
   report("delta", dS, normal_cdf(d1));
   report("vega", dsigma, S * normal_pdf(d1) * std::sqrt(T));
   report("rho", dr, K * T * std::exp(-r * T) * normal_cdf(d2));
@@ -111,7 +112,9 @@ std::vector<T> bootstrap(const std::vector<T>& par) {
   for (size_t i = 0; i < par.size(); ++i) {
     const double k = double(i + 1);
     const T& y = par[i];
-    auto residual = [&](const auto& zk) { return y * (annuity + exp(-k * zk)) + exp(-k * zk) - 1.0; };
+    auto residual = [&](const auto& zk) {
+      return y * (annuity + exp(-k * zk)) + exp(-k * zk) - 1.0;
+    };
     T zk = y;  // the par yield is close
     // Newton; its derivative by forward mode. Two steps past convergence make the tangents of
     // zk (the outer derivative, carried through every step) converge too.
@@ -157,8 +160,8 @@ void key_rate_durations() {
       fd_diff = std::max(fd_diff, std::abs((zu[size_t(i)] - zd[size_t(i)]) / 2e-6 -
                                            zero_jacobian[size_t(i)][size_t(j)]));
   }
-  auto price_jacobian = fx::jacobian_forward(
-      [&](const auto& y) { return bond_prices(y, par); }, par);
+  auto price_jacobian =
+      fx::jacobian_forward([&](const auto& y) { return bond_prices(y, par); }, par);
   double offdiag = 0, diag_diff = 0, annuity = 0;
   std::printf("key_rate_durations: %d par bonds, zero rates", n);
   for (int i = 0; i < n; ++i) std::printf(" %.5f", z[size_t(i)]);
@@ -177,9 +180,10 @@ void key_rate_durations() {
   }
   const bool ok = offdiag <= 1e-10 && diag_diff <= 1e-10 && fd_diff <= 1e-6;
   all_ok = all_ok && ok;
-  std::printf("\nzero_jacobian_vs_finite_differences=%.3g\nkrd_offdiagonal_max=%.3g\n"
-              "krd_diagonal_vs_annuity_max_diff=%.3g%s\n",
-              fd_diff, offdiag, diag_diff, ok ? "" : "  <-- not diagonal to 1e-10");
+  std::printf(
+      "\nzero_jacobian_vs_finite_differences=%.3g\nkrd_offdiagonal_max=%.3g\n"
+      "krd_diagonal_vs_annuity_max_diff=%.3g%s\n",
+      fd_diff, offdiag, diag_diff, ok ? "" : "  <-- not diagonal to 1e-10");
 }
 
 }  // namespace

@@ -39,8 +39,8 @@ int main(int argc, char** argv) {
   const std::vector<double> ts = spiral::linspace(0.0, 1.5, 30);
   const Tensor u0 = fx::tensor({2.0, 0.0}, fx::f64);
   auto truth = [](const Tensor& u, const Tensor&, double) { return spiral::true_dynamics(u); };
-  const std::vector<Tensor> data = fx::sci::solve_ode(truth, u0, fx::zeros({0}, fx::f64), ts,
-                                                      {.rtol = 1e-10, .atol = 1e-12});
+  const std::vector<Tensor> data =
+      fx::sci::solve_ode(truth, u0, fx::zeros({0}, fx::f64), ts, {.rtol = 1e-10, .atol = 1e-12});
 
   fx::Generator gen{seed};
   auto model = spiral::make_model(gen);
@@ -61,8 +61,8 @@ int main(int argc, char** argv) {
   };
   Tensor g_backprop = flat_gradient(Sensitivity::backprop);
   Tensor g_adjoint = flat_gradient(Sensitivity::adjoint);
-  const double rel = fx::max(fx::abs(g_adjoint - g_backprop)).item() /
-                     fx::max(fx::abs(g_backprop)).item();
+  const double rel =
+      fx::max(fx::abs(g_adjoint - g_backprop)).item() / fx::max(fx::abs(g_backprop)).item();
   const double loss_initial = backprop_loss(model).item();
   std::printf("loss_initial=%.6g\n", loss_initial);
 
@@ -76,13 +76,15 @@ int main(int argc, char** argv) {
   int64_t best_iter = 0;
   for (int64_t it = 1; it <= adam_iters; ++it) {
     auto [l, g] = fx::withgradient(backprop_loss, model);  // l: the parameters after it-1 steps
-    if (l.item() < loss_adam) loss_adam = l.item(), best = layout.flatten(model), best_iter = it - 1;
+    if (l.item() < loss_adam)
+      loss_adam = l.item(), best = layout.flatten(model), best_iter = it - 1;
     fx::optim::update(opt, model, g);
     if (it % 50 == 0) std::printf("  adam %4lld  loss %.6g\n", (long long)it, l.item());
   }
   if (adam_iters > 0) {
     loss_adam_last = backprop_loss(model).item();
-    if (loss_adam_last < loss_adam) loss_adam = loss_adam_last, best = layout.flatten(model), best_iter = adam_iters;
+    if (loss_adam_last < loss_adam)
+      loss_adam = loss_adam_last, best = layout.flatten(model), best_iter = adam_iters;
   }
   model = layout.unflatten(best);
   std::printf("  adam: best after %lld of %lld steps; last %.6g\n", (long long)best_iter,
@@ -93,8 +95,8 @@ int main(int argc, char** argv) {
     auto [l, g] = fx::withgradient(backprop_loss, layout.unflatten(x));
     return std::pair<double, Tensor>(l.item(), layout.flatten(g));
   };
-  auto fit = fx::sci::lbfgs(loss_and_gradient, layout.flatten(model),
-                            {.max_iterations = lbfgs_iters});
+  auto fit =
+      fx::sci::lbfgs(loss_and_gradient, layout.flatten(model), {.max_iterations = lbfgs_iters});
   model = layout.unflatten(fit.x);
   const double loss_final = backprop_loss(model).item();
   std::printf("  lbfgs: %lld iterations, %lld evaluations, stopped by %s\n",

@@ -65,8 +65,9 @@ int main(int argc, char** argv) {
   };
   const auto eval_path = fx::sci::brownian_path(2 * paths, 0.0, 1.0, steps, gen);
   auto mean_distance = [&](const Model& m) {
-    return std::sqrt(distance_sq(mean_trajectory(
-        fx::sci::solve_sde(drift, noise, start(paths), m, ts, eval_path))).item());
+    return std::sqrt(distance_sq(mean_trajectory(fx::sci::solve_sde(drift, noise, start(paths), m,
+                                                                    ts, eval_path)))
+                         .item());
   };
 
   const double before = mean_distance(model);
@@ -74,9 +75,12 @@ int main(int argc, char** argv) {
   auto opt = fx::optim::setup(fx::optim::Adam{.lr = 0.01}, model);
   for (int64_t it = 1; it <= iters; ++it) {
     auto path = fx::sci::brownian_path(2 * batch, 0.0, 1.0, steps, gen);
-    auto [l, g] = fx::withgradient([&](const Model& m) {
-      return distance_sq(mean_trajectory(fx::sci::solve_sde(drift, noise, start(batch), m, ts, path)));
-    }, model);
+    auto [l, g] = fx::withgradient(
+        [&](const Model& m) {
+          return distance_sq(
+              mean_trajectory(fx::sci::solve_sde(drift, noise, start(batch), m, ts, path)));
+        },
+        model);
     fx::optim::update(opt, model, g);
     if (it % 50 == 0) std::printf("  adam %4lld  batch loss %.6g\n", (long long)it, l.item());
   }

@@ -36,7 +36,8 @@ constexpr int kQubits = 4;
 constexpr int64_t kDim = 1 << kQubits;
 
 Tensor c128_matrix(std::initializer_list<double> re, std::initializer_list<double> im) {
-  return fx::complex(fx::tensor(re, fx::f64).reshape({2, 2}), fx::tensor(im, fx::f64).reshape({2, 2}));
+  return fx::complex(fx::tensor(re, fx::f64).reshape({2, 2}),
+                     fx::tensor(im, fx::f64).reshape({2, 2}));
 }
 
 // U applied to qubit q of a 16-amplitude state.
@@ -61,8 +62,8 @@ Tensor rz(const Tensor& b) {
 Tensor exchange(const Tensor& phi, int i, int j, const Tensor& psi) {
   fx::Shape axes{0, 1, 2, 3};
   std::swap(axes[size_t(i)], axes[size_t(j)]);
-  Tensor swapped = fx::reshape(fx::contiguous(fx::permute(fx::reshape(psi, {2, 2, 2, 2}), axes)),
-                               {kDim});
+  Tensor swapped =
+      fx::reshape(fx::contiguous(fx::permute(fx::reshape(psi, {2, 2, 2, 2}), axes)), {kDim});
   Tensor zero = fx::zeros({}, fx::f64), c = fx::cos(0.5 * phi), s = fx::sin(0.5 * phi);
   return fx::complex(c, zero) * psi + fx::complex(zero, -s) * swapped;
 }
@@ -153,9 +154,9 @@ int main(int argc, char** argv) {
                 static_cast<long long>(attempt), r.loss, static_cast<long long>(r.iterations));
     best = std::min(best, r.loss);
   }
-  std::printf("layers=%lld parameters=%lld\nenergy=%.10f\nexact=-8\nparameter_shift_max_diff=%.3g\n",
-              static_cast<long long>(layers), static_cast<long long>(shape.numel()), best,
-              max_diff);
+  std::printf(
+      "layers=%lld parameters=%lld\nenergy=%.10f\nexact=-8\nparameter_shift_max_diff=%.3g\n",
+      static_cast<long long>(layers), static_cast<long long>(shape.numel()), best, max_diff);
   if (std::abs(best + 8) > 1e-2 || !(max_diff <= 1e-8)) return 1;
   std::printf("quantum_vqe: ok\n");
   return 0;

@@ -44,7 +44,8 @@ Tensor cross(const Tensor& a, const Tensor& b) {  // (..., 3) x (..., 3), broadc
 // Where every mask holds (bool tensors of one shape).
 Tensor all_of(std::initializer_list<Tensor> masks) {
   Tensor acc;
-  for (const Tensor& m : masks) acc = acc.defined() ? acc * fx::astype(m, fx::f64) : fx::astype(m, fx::f64);
+  for (const Tensor& m : masks)
+    acc = acc.defined() ? acc * fx::astype(m, fx::f64) : fx::astype(m, fx::f64);
   return acc > 0.5;
 }
 Tensor normalize(const Tensor& v) { return v / fx::unsqueeze(fx::sqrt(dot3(v, v)), -1); }
@@ -114,7 +115,8 @@ Hits trace(const Tensor& d, const std::vector<Sphere>& spheres,
   }
   for (const Triangle& tri : triangles) {
     Tensor nrm = normalize(cross(tri.b - tri.a, tri.c - tri.a));
-    nrm = fx::where(fx::unsqueeze(dot3(d, fx::expand(nrm, d.shape())) > 0.0, 1), -nrm, nrm);  // face the camera
+    nrm = fx::where(fx::unsqueeze(dot3(d, fx::expand(nrm, d.shape())) > 0.0, 1), -nrm,
+                    nrm);  // face the camera
     keep_nearer(intersect(tri, d), nrm, tri.albedo);
   }
   h.hit = h.t < kMiss;
@@ -156,14 +158,13 @@ int main(int argc, char** argv) {
   cli.option("--steps", "N", "Adam steps", steps, {.min = 0});
   cli.parse_or_exit(argc, argv);
 
-  const std::vector<Sphere> spheres = {{0.0, -0.5, 6.0, 1.0, 0.9},
-                                       {1.9, 0.2, 8.0, 1.2, 0.7},
-                                       {-1.7, -0.7, 5.0, 0.8, 0.8}};
+  const std::vector<Sphere> spheres = {
+      {0.0, -0.5, 6.0, 1.0, 0.9}, {1.9, 0.2, 8.0, 1.2, 0.7}, {-1.7, -0.7, 5.0, 0.8, 0.8}};
   auto tri = [](Tensor a, Tensor b, Tensor c, double albedo) { return Triangle{a, b, c, albedo}; };
   const std::vector<Triangle> triangles = {
-      tri(vec3(-8, -1.5, 2), vec3(8, -1.5, 2), vec3(8, -1.5, 14), 0.6),     // floor
+      tri(vec3(-8, -1.5, 2), vec3(8, -1.5, 2), vec3(8, -1.5, 14), 0.6),  // floor
       tri(vec3(-8, -1.5, 2), vec3(8, -1.5, 14), vec3(-8, -1.5, 14), 0.6),
-      tri(vec3(-8, -1.5, 14), vec3(8, -1.5, 14), vec3(0, 8, 14), 0.5)};     // back wall
+      tri(vec3(-8, -1.5, 14), vec3(8, -1.5, 14), vec3(0, 8, 14), 0.5)};  // back wall
   const Hits hits = trace(camera_rays(size), spheres, triangles);
 
   const Tensor true_light = vec3(5, 5, -10);

@@ -20,9 +20,9 @@ inline fx::Tensor true_dynamics(const fx::Tensor& u) {
 
 // Chain(x -> x^3, Dense(2, 50, tanh), Dense(50, 2)) with f64 parameters.
 inline auto make_model(fx::Generator& gen) {
-  auto model = fx::nn::Chain([](const fx::Tensor& x) { return x * x * x; },
-                             fx::nn::Dense(2, 50, fx::tanh, gen),
-                             fx::nn::Dense(50, 2, fx::identity, gen));
+  auto model =
+      fx::nn::Chain([](const fx::Tensor& x) { return x * x * x; },
+                    fx::nn::Dense(2, 50, fx::tanh, gen), fx::nn::Dense(50, 2, fx::identity, gen));
   fx::for_each_tensor(model, [](fx::Tensor& t) { t = fx::astype(t, fx::f64); });
   return model;
 }

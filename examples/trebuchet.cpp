@@ -60,7 +60,8 @@ Tensor shoot(const Tensor& launch, const Tensor& wind) {
   static auto rule = fx::custom_rule(
       "trebuchet",
       [](const Tensor& launch, const Tensor& wind) {
-        const std::vector<double> p = fx::to_vector<double>(launch), w = fx::to_vector<double>(wind);
+        const std::vector<double> p = fx::to_vector<double>(launch),
+                                  w = fx::to_vector<double>(wind);
         const size_t n = w.size();
         std::vector<double> dist(n), jac(2 * n);
         for (size_t i = 0; i < n; ++i) {
@@ -71,7 +72,8 @@ Tensor shoot(const Tensor& launch, const Tensor& wind) {
           jac[2 * i + 1] = d.partial(1);
         }
         const int64_t b = int64_t(n);
-        return std::tuple(fx::from_vector(dist, fx::Shape{b}), fx::from_vector(jac, fx::Shape{b, 2}));
+        return std::tuple(fx::from_vector(dist, fx::Shape{b}),
+                          fx::from_vector(jac, fx::Shape{b, 2}));
       },
       [](const Tensor&, const Tensor&, const Tensor&, const Tensor& jac, const Tensor& dy) {
         return std::tuple(fx::unsqueeze(dy, 1) * jac, Tensor());  // winds get no gradient
@@ -101,15 +103,18 @@ int main(int argc, char** argv) {
   cli.option("--seed", "S", "seed of the weights and the draws", seed);
   cli.parse_or_exit(argc, argv);
   fx::Generator gen{seed};
-  auto model = fx::nn::Chain(fx::nn::Dense(2, 32, fx::tanh, gen), fx::nn::Dense(32, 2, fx::identity, gen));
+  auto model =
+      fx::nn::Chain(fx::nn::Dense(2, 32, fx::tanh, gen), fx::nn::Dense(32, 2, fx::identity, gen));
   fx::for_each_tensor(model, [](Tensor& t) { t = fx::astype(t, fx::f64); });
 
   auto draw = [&](int64_t n) {  // targets in [20, 120] m, winds in [-5, 5] m/s
-    return std::pair(fx::uniform({n}, 20, 120, gen, fx::f64), fx::uniform({n}, -5, 5, gen, fx::f64));
+    return std::pair(fx::uniform({n}, 20, 120, gen, fx::f64),
+                     fx::uniform({n}, -5, 5, gen, fx::f64));
   };
   const auto [test_target, test_wind] = draw(200);
   auto mean_miss = [&]() {
-    return fx::mean(fx::abs(shoot(aim(model, test_target, test_wind), test_wind) - test_target)).item();
+    return fx::mean(fx::abs(shoot(aim(model, test_target, test_wind), test_wind) - test_target))
+        .item();
   };
   const double before = mean_miss();
 
@@ -122,7 +127,8 @@ int main(int argc, char** argv) {
         },
         model);
     fx::optim::update(opt, model, grad);
-    if (step % 100 == 0) std::printf("step %lld: loss %.4f\n", static_cast<long long>(step), loss.item());
+    if (step % 100 == 0)
+      std::printf("step %lld: loss %.4f\n", static_cast<long long>(step), loss.item());
   }
   const double after = mean_miss();
   std::printf("miss_before=%.4f\nmiss_after=%.4f\nratio=%.4f\n", before, after, after / before);

@@ -16,6 +16,7 @@ echo "== checks"
 ./scripts/check_headers.sh
 ./scripts/check_header_examples.sh
 ./scripts/check_doc_code.sh
+./scripts/check_format.sh
 
 echo "== build (Release)"
 cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=Release -DFLUXION_TESTS=ON -DFLUXION_BENCH=ON \

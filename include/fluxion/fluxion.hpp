@@ -24,9 +24,9 @@
 #include "fluxion/ad/reverse.hpp"
 #include "fluxion/ad/scalar.hpp"
 #include "fluxion/ad/scalar_derivatives.hpp"
-#include "fluxion/ad/trace.hpp"
 #include "fluxion/ad/scalar_reduce.hpp"
 #include "fluxion/ad/tape.hpp"
+#include "fluxion/ad/trace.hpp"
 #include "fluxion/core/dtype.hpp"
 #include "fluxion/core/error.hpp"
 #include "fluxion/core/fields.hpp"
@@ -40,12 +40,12 @@
 #include "fluxion/io/atomic_file.hpp"
 #include "fluxion/io/save.hpp"
 #include "fluxion/linalg.hpp"
-#include "fluxion/nn.hpp"        // every header of fluxion/nn/
-#include "fluxion/ops.hpp"       // every header of fluxion/ops/
+#include "fluxion/nn.hpp"   // every header of fluxion/nn/
+#include "fluxion/ops.hpp"  // every header of fluxion/ops/
 #include "fluxion/ops/primitives.hpp"
-#include "fluxion/optim.hpp"     // every header of fluxion/optim/
-#include "fluxion/sci.hpp"       // every header of fluxion/sci/
-#include "fluxion/testing.hpp"   // gradcheck, backend scopes, test helpers
+#include "fluxion/optim.hpp"    // every header of fluxion/optim/
+#include "fluxion/sci.hpp"      // every header of fluxion/sci/
+#include "fluxion/testing.hpp"  // gradcheck, backend scopes, test helpers
 #include "fluxion/train/checkpoint.hpp"
 #include "fluxion/train/data_parallel.hpp"
 #include "fluxion/train/fit.hpp"

@@ -57,10 +57,11 @@ Tensor apply_checkpoint(std::shared_ptr<CheckpointImpl> c) {
   for (size_t i = 0; i < n; ++i) in[i] = call.hide(c->leaves[i]);
   Tensor y = c->run(std::span<const Tensor>(in.data(), n));
   FX_CHECK(y.defined(), "fx::checkpointed: the function returned an undefined tensor");
-  FX_CHECK(call.clean(y), "fx::checkpointed: the result depends on a tensor that is being "
-                          "differentiated but is not one of the arguments (read through a "
-                          "lambda capture?); pass it as an argument, or its gradient would be "
-                          "lost");
+  FX_CHECK(call.clean(y),
+           "fx::checkpointed: the result depends on a tensor that is being "
+           "differentiated but is not one of the arguments (read through a "
+           "lambda capture?); pass it as an argument, or its gradient would be "
+           "lost");
   std::copy(c->leaves.begin(), c->leaves.end(), in.begin());
   in.back() = std::move(y);
   Params p;

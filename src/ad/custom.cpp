@@ -116,9 +116,7 @@ bool RuleCall::clean(const Tensor& t) const {
   return true;
 }
 
-Tensor detach(const Tensor& x) {
-  return x.defined() ? untagged_view(x) : x;
-}
+Tensor detach(const Tensor& x) { return x.defined() ? untagged_view(x) : x; }
 
 Tensor rule_forward(const Primitive&, std::span<const Tensor> in, const Params&) {
   return detach(in.back());
@@ -154,8 +152,9 @@ Tensor apply_custom_rule(const std::shared_ptr<const CustomRuleImpl>& r,
   std::vector<Tensor> res;
   if (fx::detail::recording_depth == 0) {
     Tensor y = r->forward_fn(x, res);
-    FX_CHECK(y.defined(), "fx::custom_rule '", r->name, "': the forward returned an undefined "
-                          "tensor");
+    FX_CHECK(y.defined(), "fx::custom_rule '", r->name,
+             "': the forward returned an undefined "
+             "tensor");
     return y;
   }
   // Residuals are only read by the pullback, so without them every reverse tape can be hidden.
@@ -163,12 +162,12 @@ Tensor apply_custom_rule(const std::shared_ptr<const CustomRuleImpl>& r,
   std::vector<Tensor> in(x.size() + size_t(r->nres) + 1);
   for (size_t i = 0; i < x.size(); ++i) in[i] = call.hide(x[i]);
   Tensor y = r->forward_fn(std::span<const Tensor>(in.data(), x.size()), res);
-  FX_CHECK(y.defined(), "fx::custom_rule '", r->name, "': the forward returned an undefined "
-                        "tensor");
+  FX_CHECK(y.defined(), "fx::custom_rule '", r->name,
+           "': the forward returned an undefined "
+           "tensor");
   FX_CHECK(call.clean(y), "fx::custom_rule '", r->name, "': the output", kCaptured);
   for (size_t k = 0; k < res.size(); ++k) {
-    FX_CHECK(res[k].defined(), "fx::custom_rule '", r->name, "': residual ", k,
-             " is undefined");
+    FX_CHECK(res[k].defined(), "fx::custom_rule '", r->name, "': residual ", k, " is undefined");
     FX_CHECK(call.clean(res[k]), "fx::custom_rule '", r->name, "': residual ", k, kCaptured);
   }
   std::copy(x.begin(), x.end(), in.begin());

@@ -25,7 +25,9 @@ bool SumPreaccumulation::available() {
 }
 
 SumPreaccumulation::SumPreaccumulation(ScalarTape& tape)
-    : tape_(tape), start_(tape.size()), start_ops_(tape.operations()),
+    : tape_(tape),
+      start_(tape.size()),
+      start_ops_(tape.operations()),
       base_id_(active_scalar_base_id()) {
   tape_.clean_adjoints();  // the terms' contributions accumulate in a clean buffer
   tape_.summing_ = true;

@@ -39,7 +39,8 @@ inline void check_range(const Real* v, size_t n, const RangeIds& r, unsigned lon
   const uint32_t t_any = uint32_t(r.any >> 32) & kTapeIdMask;
   const uint32_t t_all = uint32_t(r.all >> 32) & kTapeIdMask;
   if (t_any == t_all) {
-    if (!valid_id(t_any, ids)) [[unlikely]] scalar_tape_mismatch();
+    if (!valid_id(t_any, ids)) [[unlikely]]
+      scalar_tape_mismatch();
     return;
   }
   check_reals(v, n);

@@ -14,11 +14,12 @@ thread_local constinit ScalarTape* active_scalar_tape = nullptr;
 thread_local constinit unsigned long long active_scalar_ids = 0;
 
 void scalar_tape_mismatch() {
-  detail::fail("fx::Real: a value from another scalar gradient (a finished one, or an outer "
-               "one captured by a nested gradient whose arguments are plain numbers: pass the "
-               "outer gradient's number type, e.g. the captured fx::Real, so the inner gradient "
-               "differentiates through it), from a finished term of fx::preaccumulated_sum, or "
-               "one read after it was std::move'd into an operation was used");
+  detail::fail(
+      "fx::Real: a value from another scalar gradient (a finished one, or an outer "
+      "one captured by a nested gradient whose arguments are plain numbers: pass the "
+      "outer gradient's number type, e.g. the captured fx::Real, so the inner gradient "
+      "differentiates through it), from a finished term of fx::preaccumulated_sum, or "
+      "one read after it was std::move'd into an operation was used");
 }
 
 namespace {
@@ -180,9 +181,9 @@ void give_real_buffer(std::vector<Real>&& buffer) {
     spare_real_buffers.push_back(std::move(buffer));
     return;
   }
-  auto smallest = std::min_element(
-      spare_real_buffers.begin(), spare_real_buffers.end(),
-      [](const auto& a, const auto& b) { return a.capacity() < b.capacity(); });
+  auto smallest =
+      std::min_element(spare_real_buffers.begin(), spare_real_buffers.end(),
+                       [](const auto& a, const auto& b) { return a.capacity() < b.capacity(); });
   if (smallest->capacity() < buffer.capacity()) *smallest = std::move(buffer);
 }
 
@@ -193,7 +194,8 @@ void ScalarRecording::variables(const double* x, size_t n, Real* out) {
 }
 
 ScalarRecording::ScalarRecording()
-    : outer_(active_scalar_tape), outer_id_(active_scalar_tape_id()),
+    : outer_(active_scalar_tape),
+      outer_id_(active_scalar_tape_id()),
       outer_base_id_(active_scalar_base_id()) {
   if (spare_tapes.empty()) {
     tape_ = new ScalarTape();

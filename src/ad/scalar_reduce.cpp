@@ -100,8 +100,8 @@ struct DotIds {
 
 // Σ a_i b_i, writing the statement's operands at ip, mp (a, b interleaved; an odd range's last
 // element twice, the copy past the statement's end) and folding the index words into `ids`.
-[[gnu::always_inline]] inline double write_dot(const Real* a, const Real* b, size_t n,
-                                               uint32_t* ip, double* mp, DotIds& ids) {
+[[gnu::always_inline]] inline double write_dot(const Real* a, const Real* b, size_t n, uint32_t* ip,
+                                               double* mp, DotIds& ids) {
   double s = 0;
   auto put = [&](size_t i, F64x4 va, F64x4 vb) {
     const F64x4 partials = __builtin_shufflevector(vb, va, 0, 4, 2, 6);
@@ -148,7 +148,8 @@ bool any_recorded(const DotIds& d) {
 void check_reals(const Real* v, size_t n) {
   const unsigned long long ids = active_scalar_ids;
   for (size_t i = 0; i < n; ++i)
-    if (!valid_id(v[i].tape_id(), ids)) [[unlikely]] scalar_tape_mismatch();
+    if (!valid_id(v[i].tape_id(), ids)) [[unlikely]]
+      scalar_tape_mismatch();
 }
 
 FX_SHORT_LOOPS Real record_dot(const Real* a, const Real* b, size_t n) {
@@ -163,7 +164,8 @@ FX_SHORT_LOOPS Real record_dot(const Real* a, const Real* b, size_t n) {
   tape->reserve(2 * n + 2);
   DotIds ids;
   const double s = write_dot(a, b, n, tape->idx_ + tape->ops_n_, tape->mul_ + tape->ops_n_, ids);
-  if (!dot_ids_valid(ids)) [[unlikely]] check_dot(a, b, n);
+  if (!dot_ids_valid(ids)) [[unlikely]]
+    check_dot(a, b, n);
   if (!any_recorded(ids)) return Real(s);  // every element a constant
   return commit(tape, tape->ops_n_ + 2 * n, s);
 }

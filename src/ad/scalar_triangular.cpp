@@ -31,7 +31,8 @@ template <size_t N, class Body>
 FX_INLINE inline void unrolled(Body&& body) {
   [&]<size_t... I>(std::index_sequence<I...>) FX_INLINE {
     (body(std::integral_constant<size_t, I>{}), ...);
-  }(std::make_index_sequence<N>());
+  }
+  (std::make_index_sequence<N>());
 }
 
 // Row and column of element j of a lower-triangular matrix packed by rows.

@@ -24,10 +24,16 @@ constexpr uint32_t kNoSlot = UINT32_MAX;
 struct Node {
   // Constructed in place by emplace_back: a Node built on the stack and copied in stalled on
   // store forwarding, and a value-initialised one was zeroed only to be overwritten.
-  Node(const Primitive* p, const Params& pr, uint32_t out, uint32_t in, uint32_t saved,
-       uint32_t n, uint32_t lb, uint32_t ll)
-      : prim(p), params(pr), out_slot(out), in_begin(in), saved_begin(saved), nin(n),
-        list_begin(lb), list_len(ll) {}
+  Node(const Primitive* p, const Params& pr, uint32_t out, uint32_t in, uint32_t saved, uint32_t n,
+       uint32_t lb, uint32_t ll)
+      : prim(p),
+        params(pr),
+        out_slot(out),
+        in_begin(in),
+        saved_begin(saved),
+        nin(n),
+        list_begin(lb),
+        list_len(ll) {}
   const Primitive* prim;
   Params params;
   uint32_t out_slot;
@@ -111,7 +117,8 @@ uint32_t input_slot(const Tensor& x, uint32_t gen, const Primitive& p) {
   for (int k = 0; k < t->ntags; ++k) {
     if (t->tags[k].tape != gen) continue;
     FX_CHECK(t->tags[k].version == uint32_t(t->storage->version), "fx::", p.name, ": input ",
-             x.shape(), " was overwritten in place through another view after it was computed, "
+             x.shape(),
+             " was overwritten in place through another view after it was computed, "
              "so its derivative is unknown; update it through the handle that is used, or clone "
              "it before writing");
     return t->tags[k].slot;
@@ -196,9 +203,7 @@ void forward_on(Tape& t, int level, const Primitive& p, std::span<const Tensor> 
 
 // Whether a first-order pass may write the running cotangent g in place: the tape holds the only
 // handle on a dense buffer no other tensor views, and nothing records the writes.
-bool writable_in_place(const Tensor& g) {
-  return !detail::must_compose() && sole_dense_handle(g);
-}
+bool writable_in_place(const Tensor& g) { return !detail::must_compose() && sole_dense_handle(g); }
 
 // g += c for cotangents. When nothing records the backward pass and g is the only handle on
 // a dense buffer of its own, the sum is written into g: no new tensor per accumulation (a value
@@ -371,7 +376,8 @@ std::vector<Tensor> Recording::backward_once(const Tensor& y, const Tensor& dy) 
 std::vector<Tensor> Recording::sweep(const Tensor& y, const Tensor& dy, bool once) const {
   FX_CHECK(!tape_->forward, "fx::pullback: backward() asked of a forward-mode recording");
   FX_CHECK(!active_, "fx::pullback: backward called while still recording");
-  FX_CHECK(!tape_->swept_once, "fx::pullback: this recording was already swept by "
+  FX_CHECK(!tape_->swept_once,
+           "fx::pullback: this recording was already swept by "
            "backward_once(), which drops what the pullbacks read; use backward() to sweep a "
            "recording more than once");
   Tape& t = *tape_;
@@ -404,16 +410,19 @@ std::vector<Tensor> Recording::sweep(const Tensor& y, const Tensor& dy, bool onc
     Tensor* saved = &t.saved[n.saved_begin];
     for (uint32_t i = 0; i <= n.nin; ++i) {
       const Tensor& v = saved[i];
-      FX_CHECK(!v.defined() || uint32_t(v.storage()->version) == t.saved_versions[n.saved_begin + i],
-               "fx::pullback: '", n.prim->name, "' needs its ", i == n.nin ? "output" : "input",
-               " ", v.shape(), ", which was overwritten in place after it was computed; clone it "
-               "before writing, or write a new tensor instead");
+      FX_CHECK(
+          !v.defined() || uint32_t(v.storage()->version) == t.saved_versions[n.saved_begin + i],
+          "fx::pullback: '", n.prim->name, "' needs its ", i == n.nin ? "output" : "input", " ",
+          v.shape(),
+          ", which was overwritten in place after it was computed; clone it "
+          "before writing, or write a new tensor instead");
     }
     Tensor* out = n.nin <= 64 ? dx : (dx_big.assign(n.nin, Tensor()), dx_big.data());
     PullbackArgs args(*n.prim, saved, saved[n.nin], *params, wants);
     args.set_accumulators(grads.data(), &t.in_slots[n.in_begin]);
     if (once) args.set_reusable(saved);
-    if (detail::anomaly_checks) [[unlikely]] checked_pullback(*n.prim, args, g, out, n.nin);
+    if (detail::anomaly_checks) [[unlikely]]
+      checked_pullback(*n.prim, args, g, out, n.nin);
     else n.prim->pullback(args, g, out);
     ++stats.pullbacks_run;
     if (once)  // nothing reads them again; buffers freed now are reused while still in cache

@@ -108,9 +108,7 @@ TraceScope::~TraceScope() {
   current = nullptr;
 }
 
-void TraceScope::add_input(const Tensor& t) {
-  graph_->inputs.push_back(new_value(*current, t));
-}
+void TraceScope::add_input(const Tensor& t) { graph_->inputs.push_back(new_value(*current, t)); }
 
 void TraceScope::add_output(const Tensor& t) {
   FX_CHECK(t.defined(), "fx::trace: the traced function returned an undefined tensor");
@@ -129,8 +127,8 @@ std::vector<Tensor> Graph::run(const std::vector<Tensor>& args) const {
   for (size_t i = 0; i < inputs.size(); ++i) {
     const Value& want = values[size_t(inputs[i])];
     FX_CHECK(args[i].defined() && args[i].shape() == want.shape && args[i].dtype() == want.dtype,
-             "fx::Graph: argument ", i, " was traced as ", dtype_name(want.dtype), " ",
-             want.shape, ", called with ",
+             "fx::Graph: argument ", i, " was traced as ", dtype_name(want.dtype), " ", want.shape,
+             ", called with ",
              args[i].defined() ? std::string(dtype_name(args[i].dtype())) : "undefined", " ",
              args[i].defined() ? args[i].shape() : Shape{});
     v[size_t(inputs[i])] = args[i];

@@ -14,7 +14,7 @@ namespace fx {
 namespace {
 
 constexpr size_t kAlign = 64;
-constexpr int kNumClasses = 48;                  // size classes 2^6 .. 2^53
+constexpr int kNumClasses = 48;                      // size classes 2^6 .. 2^53
 constexpr size_t kMaxCachedBytes = size_t(1) << 31;  // per thread
 constexpr size_t kMaxPooledObjects = 1 << 16;
 
@@ -103,9 +103,13 @@ void pool_delete(T* p, FreeNode*& head, size_t& count) {
 void* cache_alloc(size_t n, int&) { return system_alloc(n); }
 void cache_free(void* p, size_t) { std::free(p); }
 template <class T>
-T* pool_new(FreeNode*&, size_t&) { return new T; }
+T* pool_new(FreeNode*&, size_t&) {
+  return new T;
+}
 template <class T>
-void pool_delete(T* p, FreeNode*&, size_t&) { delete p; }
+void pool_delete(T* p, FreeNode*&, size_t&) {
+  delete p;
+}
 #endif
 
 Allocator* device_allocators[kNumDeviceKinds] = {};
@@ -130,8 +134,8 @@ Storage* create_off_host(Storage* s, size_t nbytes, Device device) {
 }  // namespace
 
 void register_allocator(DeviceKind kind, Allocator* a) {
-  FX_CHECK(kind != DeviceKind::cpu && kind != DeviceKind::meta,
-           "fx::register_allocator: the ", device_kind_name(kind), " allocator is built in");
+  FX_CHECK(kind != DeviceKind::cpu && kind != DeviceKind::meta, "fx::register_allocator: the ",
+           device_kind_name(kind), " allocator is built in");
   device_allocators[int(kind)] = a;
 }
 
@@ -139,7 +143,8 @@ Storage* Storage::create(size_t nbytes, Device device) {
   Storage* s = pool_new<Storage>(tc.storages, tc.nstorages);
   s->device = device;
   s->nbytes = nbytes;
-  if (device.kind != DeviceKind::cpu) [[unlikely]] return create_off_host(s, nbytes, device);
+  if (device.kind != DeviceKind::cpu) [[unlikely]]
+    return create_off_host(s, nbytes, device);
   // Two adds and a compare: cheap enough to keep always on (memory tests read the peak).
   tc.stats.live_bytes += int64_t(nbytes);
   if (tc.stats.live_bytes > tc.stats.peak_bytes) tc.stats.peak_bytes = tc.stats.live_bytes;

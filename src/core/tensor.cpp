@@ -64,9 +64,8 @@ double Tensor::item() const {
   FX_CHECK(numel() == 1, "fx::Tensor::item: needs one element, shape is ", shape());
   FX_CHECK(!is_complex(dtype()), "fx::Tensor::item: tensor is ", dtype_name(dtype()),
            "; use item_complex()");
-  return visit_dtype(dtype(), [&]<class T>() {
-    return double(static_cast<T*>(p_->storage->data)[p_->offset]);
-  });
+  return visit_dtype(
+      dtype(), [&]<class T>() { return double(static_cast<T*>(p_->storage->data)[p_->offset]); });
 }
 
 std::complex<double> Tensor::item_complex() const {

@@ -53,8 +53,7 @@ class Tokens {
   long long integer(const std::string& what, long long lo, long long hi) {
     std::string_view t = next(what);
     long long v = 0;
-    if (!parse(t, v))
-      fail("line ", line_, ": expected ", what, " (an integer), got '", t, "'");
+    if (!parse(t, v)) fail("line ", line_, ": expected ", what, " (an integer), got '", t, "'");
     if (v < lo || v > hi)
       fail("line ", line_, ": ", what, " is ", v, ", outside [", lo, ", ", hi, "]");
     return v;
@@ -173,8 +172,8 @@ class Records {
     return b == s.npos ? std::string_view() : s.substr(b, s.find_last_not_of(space) - b + 1);
   }
   [[noreturn]] void bad(size_t i, const char* what, const char* kind) const {
-    fail("line ", line_, ", field ", i + 1, ": expected ", what, " (", kind, "), got '",
-         fields_[i], "'");
+    fail("line ", line_, ", field ", i + 1, ": expected ", what, " (", kind, "), got '", fields_[i],
+         "'");
   }
   std::string text_, path_;
   const char* reader_;

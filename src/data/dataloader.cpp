@@ -26,7 +26,8 @@ uint64_t mix(uint64_t x) {
 
 Tensor prepare(Tensor t, const char* what) {
   FX_CHECK(t.defined(), "fx::data::DataLoader: ", what, " is undefined");
-  FX_CHECK(t.ndim() >= 1, "fx::data::DataLoader: ", what, " is 0-d; its first dimension must "
+  FX_CHECK(t.ndim() >= 1, "fx::data::DataLoader: ", what,
+           " is 0-d; its first dimension must "
            "index samples");
   FX_CHECK(t.device() == Device::cpu, "fx::data::DataLoader: ", what, " lives on ",
            device_name(t.device()), "; batches are gathered on the cpu");
@@ -61,7 +62,8 @@ DataLoader::Iterator DataLoader::begin() {
     // how many epochs ran before it in this process.
     std::iota(order_.begin(), order_.end(), int64_t(0));
     Generator rng(mix(opt_.seed) ^ mix(uint64_t(epoch_) + 0x51ed270b27a7f1c5ull));
-    for (int64_t i = n_ - 1; i > 0; --i) std::swap(order_[size_t(i)], order_[rng.below(uint64_t(i + 1))]);
+    for (int64_t i = n_ - 1; i > 0; --i)
+      std::swap(order_[size_t(i)], order_[rng.below(uint64_t(i + 1))]);
   }
   ++epoch_;
   return {this, 0};
@@ -74,7 +76,8 @@ namespace {
 class RowGather {
  public:
   RowGather(const Tensor& x, std::span<const int64_t> rows) : rows_(rows) {
-    FX_CHECK(x.defined() && x.ndim() >= 1, "fx::data::take_rows: needs a tensor with a sample "
+    FX_CHECK(x.defined() && x.ndim() >= 1,
+             "fx::data::take_rows: needs a tensor with a sample "
              "dimension");
     FX_CHECK(x.is_contiguous(), "fx::data::take_rows: input ", x.shape(), " is not contiguous");
     Shape s = x.shape();
@@ -167,8 +170,10 @@ Tensor take_rows(const Tensor& x, std::span<const int64_t> rows) {
 
 Tensor onehot(const Tensor& labels, int64_t nclasses) {
   FX_CHECK(labels.defined(), "fx::data::onehot: undefined tensor");
-  FX_CHECK(labels.dtype() == i64 || labels.dtype() == i32, "fx::data::onehot: labels must be i64 "
-           "or i32, got ", dtype_name(labels.dtype()), " ", labels.shape());
+  FX_CHECK(labels.dtype() == i64 || labels.dtype() == i32,
+           "fx::data::onehot: labels must be i64 "
+           "or i32, got ",
+           dtype_name(labels.dtype()), " ", labels.shape());
   FX_CHECK(nclasses >= 1, "fx::data::onehot: nclasses must be at least 1, got ", nclasses);
   Tensor l = labels.is_contiguous() ? labels : labels.contiguous();
   Shape s = l.shape();

@@ -15,7 +15,6 @@
 #include <type_traits>
 #include <vector>
 
-
 namespace fx::data {
 namespace {
 
@@ -29,9 +28,11 @@ using GzHandle = std::unique_ptr<gzFile_s, GzCloser>;
 
 int type_size(uint8_t code) {
   switch (IdxType(code)) {
-    case IdxType::u8: case IdxType::i8: return 1;
+    case IdxType::u8:
+    case IdxType::i8: return 1;
     case IdxType::i16: return 2;
-    case IdxType::i32: case IdxType::f32: return 4;
+    case IdxType::i32:
+    case IdxType::f32: return 4;
     case IdxType::f64: return 8;
   }
   return 0;  // not a type the format defines
@@ -245,8 +246,8 @@ void write_idx(const std::string& path, const Tensor& x, IdxType type, IdxWriteO
   if (options.gzip) {
     errno = 0;
     GzHandle f(gzopen(path.c_str(), "wb"));
-    FX_CHECK(f != nullptr, kWrite, "cannot open ", path, " for writing: ",
-             errno ? std::strerror(errno) : "zlib error");
+    FX_CHECK(f != nullptr, kWrite, "cannot open ", path,
+             " for writing: ", errno ? std::strerror(errno) : "zlib error");
     size_t done = 0;
     while (done < bytes.size()) {
       unsigned chunk = unsigned(std::min<size_t>(bytes.size() - done, size_t(1) << 24));
@@ -284,8 +285,10 @@ std::string find_file(const std::string& dir, const std::string& base) {
 }  // namespace
 
 Dataset fashion_mnist(const std::string& dir, const std::string& split) {
-  FX_CHECK(split == "train" || split == "test", "fx::data::fashion_mnist: split must be \"train\" or "
-           "\"test\", got \"", split, "\"");
+  FX_CHECK(split == "train" || split == "test",
+           "fx::data::fashion_mnist: split must be \"train\" or "
+           "\"test\", got \"",
+           split, "\"");
   std::error_code ec;
   FX_CHECK(std::filesystem::is_directory(dir, ec), "fx::data::fashion_mnist: directory ", dir,
            " does not exist. ", kInstallHint, ".");

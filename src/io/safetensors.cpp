@@ -99,7 +99,8 @@ Entry parse_entry(const std::string& name, const json& v, const Where& file_at) 
   uint64_t numel = 1;
   for (const json& d : shape) {
     uint64_t n = unsigned_field(d, at, "a shape dimension");
-    if (n > uint64_t(std::numeric_limits<int64_t>::max()) || __builtin_mul_overflow(numel, n, &numel))
+    if (n > uint64_t(std::numeric_limits<int64_t>::max()) ||
+        __builtin_mul_overflow(numel, n, &numel))
       at.fail("shape ", shape.dump(), " has more elements than fit in 64 bits");
     e.shape.push_back(int64_t(n));
   }
@@ -115,8 +116,8 @@ Entry parse_entry(const std::string& name, const json& v, const Where& file_at) 
   e.end = unsigned_field(off[1], at, "data_offsets' end");
   if (e.end < e.begin) at.fail("data_offsets [", e.begin, ", ", e.end, "] end before they begin");
   if (e.end - e.begin != bytes)
-    at.fail("data_offsets [", e.begin, ", ", e.end, "] hold ", e.end - e.begin, " bytes, but ",
-            dts, " ", e.shape, " needs ", bytes);
+    at.fail("data_offsets [", e.begin, ", ", e.end, "] hold ", e.end - e.begin, " bytes, but ", dts,
+            " ", e.shape, " needs ", bytes);
   return e;
 }
 
@@ -226,7 +227,8 @@ Serialized serialize(const TensorMap& tensors, const Metadata& metadata) {
              t.shape(), " lives on ", device_name(t.device()), "; move it to the cpu first");
     const char* dt = safetensors_dtype(t.dtype());
     uint64_t bytes = uint64_t(t.numel()) * itemsize(t.dtype());
-    h[name] = {{"dtype", dt}, {"shape", t.shape().vec()}, {"data_offsets", {offset, offset + bytes}}};
+    h[name] = {
+        {"dtype", dt}, {"shape", t.shape().vec()}, {"data_offsets", {offset, offset + bytes}}};
     offset += bytes;
     s.data.push_back(t.is_contiguous() ? t : t.contiguous());
   }
@@ -256,12 +258,12 @@ const char* safetensors_dtype(DType t) {
 std::string serialize_safetensors(const TensorMap& tensors, const Metadata& metadata) {
   Serialized s = serialize(tensors, metadata);
   std::string out = std::move(s.header);
-  for (const Tensor& t : s.data)
-    out.append(static_cast<const char*>(t.raw_data()), byte_size(t));
+  for (const Tensor& t : s.data) out.append(static_cast<const char*>(t.raw_data()), byte_size(t));
   return out;
 }
 
-void write_safetensors(const std::string& path, const TensorMap& tensors, const Metadata& metadata) {
+void write_safetensors(const std::string& path, const TensorMap& tensors,
+                       const Metadata& metadata) {
   Serialized s = serialize(tensors, metadata);
   AtomicFile f(path);
   f.write(s.header.data(), s.header.size());
@@ -277,7 +279,8 @@ SafetensorsFile parse_safetensors(std::span<const std::byte> bytes, const std::s
 
 SafetensorsFile read_safetensors(const std::string& path) {
   int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0) detail::fail("fx::io::read_safetensors: cannot open '", path, "': ", std::strerror(errno));
+  if (fd < 0)
+    detail::fail("fx::io::read_safetensors: cannot open '", path, "': ", std::strerror(errno));
   struct Closer {
     int fd;
     ~Closer() { ::close(fd); }
@@ -291,8 +294,8 @@ SafetensorsFile read_safetensors(const std::string& path) {
       ssize_t got = ::pread(fd, p, n, off_t(offset));
       if (got < 0 && errno == EINTR) continue;
       if (got <= 0)  // the file shrank under us, or an I/O error
-        detail::fail("fx::io::read_safetensors: '", path, "': read at byte ", offset, " failed: ",
-                     got == 0 ? "unexpected end of file" : std::strerror(errno));
+        detail::fail("fx::io::read_safetensors: '", path, "': read at byte ", offset,
+                     " failed: ", got == 0 ? "unexpected end of file" : std::strerror(errno));
       p += got;
       n -= size_t(got);
       offset += uint64_t(got);

@@ -60,9 +60,9 @@ LoadReport load_tensors(TensorMap& targets, TensorMap source, LoadOptions option
 
   for (auto [target, src] : copies) {
     if (target->is_contiguous())
-      std::memcpy(target->raw_data(), src->raw_data(), size_t(src->numel()) * itemsize(src->dtype()));
-    else
-      target->copy_(*src);
+      std::memcpy(target->raw_data(), src->raw_data(),
+                  size_t(src->numel()) * itemsize(src->dtype()));
+    else target->copy_(*src);
   }
   for (const std::string& name : r.loaded) source.erase(name);
   r.rest = std::move(source);

@@ -8,8 +8,8 @@
 #include "fluxion/ops/create.hpp"
 #include "fluxion/ops/elementwise.hpp"
 #include "fluxion/ops/index.hpp"
-#include "fluxion/ops/reduce.hpp"
 #include "fluxion/ops/primitives.hpp"
+#include "fluxion/ops/reduce.hpp"
 #include "fluxion/ops/view.hpp"
 #include "ops/fused.hpp"
 
@@ -34,9 +34,8 @@ Tensor like_prediction(const Tensor& y, const Tensor& pred) {
 // Targets of the prediction's shape, in the prediction's floating dtype.
 Tensor dense_target(const Tensor& pred, const Tensor& y, const char* loss) {
   check_floating(pred, loss, "the prediction");
-  FX_CHECK(y.defined() && y.shape() == pred.shape(), "fx::", loss, ": prediction ",
-           pred.shape(), " and target ", y.defined() ? y.shape().to_string() : "undefined",
-           " differ in shape");
+  FX_CHECK(y.defined() && y.shape() == pred.shape(), "fx::", loss, ": prediction ", pred.shape(),
+           " and target ", y.defined() ? y.shape().to_string() : "undefined", " differ in shape");
   return like_prediction(y, pred);
 }
 
@@ -50,8 +49,8 @@ template <class I>
 void check_label_range(const Tensor& labels, int64_t classes, const char* loss) {
   const I* p = labels.data<I>();
   for (int64_t i = 0, n = labels.numel(); i < n; ++i)
-    FX_CHECK(p[i] >= 0 && p[i] < classes, "fx::", loss, ": label ", int64_t(p[i]),
-             " at position ", i, " is out of range for ", classes, " classes");
+    FX_CHECK(p[i] >= 0 && p[i] < classes, "fx::", loss, ": label ", int64_t(p[i]), " at position ",
+             i, " is out of range for ", classes, " classes");
 }
 
 bool is_labels(const Tensor& y) { return y.defined() && (y.dtype() == i64 || y.dtype() == i32); }
@@ -77,8 +76,8 @@ Tensor pick(const Tensor& x, const Tensor& y, const char* loss) {
 
 // One-hot or probability targets: the prediction's shape, converted to its dtype.
 Tensor class_target(const Tensor& pred, const Tensor& y, const char* loss) {
-  FX_CHECK(y.defined() && y.shape() == pred.shape(), "fx::", loss, ": prediction ",
-           pred.shape(), " and target ", describe(y),
+  FX_CHECK(y.defined() && y.shape() == pred.shape(), "fx::", loss, ": prediction ", pred.shape(),
+           " and target ", describe(y),
            " differ in shape (targets are one-hot or probabilities of the prediction's shape, "
            "or integer labels without the class axis)");
   return like_prediction(y, pred);

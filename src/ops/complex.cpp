@@ -28,32 +28,35 @@ Tensor safe_ratio(const Tensor& num, const Tensor& den) {
 
 }  // namespace
 
-Primitive real_p{.name = "real", .forward = complex_to_real_forward,
-                 .pullback = [](const PullbackArgs&, const Tensor& dy, Tensor* dx) {
-                   dx[0] = astype(dy, complex_dtype(dy.dtype()));
-                 },
+Primitive real_p{.name = "real",
+                 .forward = complex_to_real_forward,
+                 .pullback = [](const PullbackArgs&, const Tensor& dy,
+                                Tensor* dx) { dx[0] = astype(dy, complex_dtype(dy.dtype())); },
                  .jvp = linear_jvp};
 
-Primitive imag_p{.name = "imag", .forward = complex_to_real_forward,
-                 .pullback = [](const PullbackArgs&, const Tensor& dy, Tensor* dx) {
-                   dx[0] = complex(expanded_zeros_like(dy), dy);
-                 },
+Primitive imag_p{.name = "imag",
+                 .forward = complex_to_real_forward,
+                 .pullback = [](const PullbackArgs&, const Tensor& dy,
+                                Tensor* dx) { dx[0] = complex(expanded_zeros_like(dy), dy); },
                  .jvp = linear_jvp};
 
-Primitive conj_p{.name = "conj", .forward = elementwise_forward,
-                 .pullback = [](const PullbackArgs&, const Tensor& dy, Tensor* dx) {
-                   dx[0] = conj(dy);
-                 },
-                 .jvp = linear_jvp};
+Primitive conj_p{
+    .name = "conj",
+    .forward = elementwise_forward,
+    .pullback = [](const PullbackArgs&, const Tensor& dy, Tensor* dx) { dx[0] = conj(dy); },
+    .jvp = linear_jvp};
 
 // arg z = atan2(y, x): d arg = (x dy - y dx) / |z|^2, so the cotangent is g (-y + i x).
-Primitive angle_p{.name = "angle", .forward = complex_to_real_forward, .saves = saves::input(0),
-                  .pullback = [](const PullbackArgs& a, const Tensor& dy, Tensor* dx) {
-                    const Tensor& z = a.input(0);
-                    Tensor x = real(z), y = imag(z);
-                    Tensor g = safe_ratio(dy, x * x + y * y);
-                    dx[0] = complex(neg(g * y), g * x);
-                  },
+Primitive angle_p{.name = "angle",
+                  .forward = complex_to_real_forward,
+                  .saves = saves::input(0),
+                  .pullback =
+                      [](const PullbackArgs& a, const Tensor& dy, Tensor* dx) {
+                        const Tensor& z = a.input(0);
+                        Tensor x = real(z), y = imag(z);
+                        Tensor g = safe_ratio(dy, x * x + y * y);
+                        dx[0] = complex(neg(g * y), g * x);
+                      },
                   .jvp = [](const JvpArgs& a, const Tensor* dz) -> Tensor {
                     const Tensor& z = a.input(0);
                     Tensor x = real(z), y = imag(z);
@@ -61,32 +64,36 @@ Primitive angle_p{.name = "angle", .forward = complex_to_real_forward, .saves = 
                   }};
 
 // |z|: d|z| = (x dx + y dy) / |z|, so the cotangent is (dy / |z|) z (zero at z = 0).
-Primitive complex_abs_p{
-    .name = "complex_abs", .forward = complex_to_real_forward,
-    .saves = saves::input(0) | saves::output,
-    .pullback = [](const PullbackArgs& a, const Tensor& dy, Tensor* dx) {
-      const Tensor& z = a.input(0);
-      Tensor g = safe_ratio(dy, a.output());
-      dx[0] = complex(g * real(z), g * imag(z));
-    },
-    .jvp = [](const JvpArgs& a, const Tensor* dz) -> Tensor {
-      const Tensor& z = a.input(0);
-      return safe_ratio(real(z) * real(dz[0]) + imag(z) * imag(dz[0]), a.output());
-    }};
+Primitive complex_abs_p{.name = "complex_abs",
+                        .forward = complex_to_real_forward,
+                        .saves = saves::input(0) | saves::output,
+                        .pullback =
+                            [](const PullbackArgs& a, const Tensor& dy, Tensor* dx) {
+                              const Tensor& z = a.input(0);
+                              Tensor g = safe_ratio(dy, a.output());
+                              dx[0] = complex(g * real(z), g * imag(z));
+                            },
+                        .jvp = [](const JvpArgs& a, const Tensor* dz) -> Tensor {
+                          const Tensor& z = a.input(0);
+                          return safe_ratio(real(z) * real(dz[0]) + imag(z) * imag(dz[0]),
+                                            a.output());
+                        }};
 
 // re + i im from two real tensors of one shape and dtype.
-Primitive complex_p{
-    .name = "complex",
-    .forward = [](const Primitive& p, std::span<const Tensor> in, const Params& pr) {
-      Tensor out = Tensor::empty(in[0].shape(), complex_dtype(in[0].dtype()), output_device(in));
-      dispatch({p, in, out, pr});
-      return out;
-    },
-    .pullback = [](const PullbackArgs& a, const Tensor& dy, Tensor* dx) {
-      if (a.wants(0)) dx[0] = real(dy);
-      if (a.wants(1)) dx[1] = imag(dy);
-    },
-    .jvp = linear_jvp};
+Primitive complex_p{.name = "complex",
+                    .forward =
+                        [](const Primitive& p, std::span<const Tensor> in, const Params& pr) {
+                          Tensor out = Tensor::empty(in[0].shape(), complex_dtype(in[0].dtype()),
+                                                     output_device(in));
+                          dispatch({p, in, out, pr});
+                          return out;
+                        },
+                    .pullback =
+                        [](const PullbackArgs& a, const Tensor& dy, Tensor* dx) {
+                          if (a.wants(0)) dx[0] = real(dy);
+                          if (a.wants(1)) dx[1] = imag(dy);
+                        },
+                    .jvp = linear_jvp};
 
 namespace {
 void check_defined(const Tensor& x, const char* op) {
@@ -104,8 +111,8 @@ Tensor complex(const Tensor& re, const Tensor& im) {
   check_defined(im, "complex");
   FX_CHECK(!is_complex(re.dtype()) && !is_complex(im.dtype()) && re.dtype() != boolean &&
                im.dtype() != boolean,
-           "fx::complex: needs real parts, got ", dtype_name(re.dtype()), " ", re.shape(),
-           " and ", dtype_name(im.dtype()), " ", im.shape());
+           "fx::complex: needs real parts, got ", dtype_name(re.dtype()), " ", re.shape(), " and ",
+           dtype_name(im.dtype()), " ", im.shape());
   // f64 parts make c128; anything else c64 (integers become f32 first).
   DType t = promote(re.dtype(), im.dtype()) == f64 ? f64 : f32;
   Tensor x = astype(re, t), y = astype(im, t);
@@ -152,8 +159,8 @@ Tensor polar(const Tensor& r, const Tensor& theta) {
   check_defined(r, "polar");
   check_defined(theta, "polar");
   FX_CHECK(!is_complex(r.dtype()) && !is_complex(theta.dtype()),
-           "fx::polar: needs a real radius and angle, got ", dtype_name(r.dtype()), " ",
-           r.shape(), " and ", dtype_name(theta.dtype()), " ", theta.shape());
+           "fx::polar: needs a real radius and angle, got ", dtype_name(r.dtype()), " ", r.shape(),
+           " and ", dtype_name(theta.dtype()), " ", theta.shape());
   return complex(r * cos(theta), r * sin(theta));
 }
 

@@ -108,16 +108,15 @@ std::vector<T> to_vector(const Tensor& x) {
         }
         if constexpr (is_complex_v<T> && !is_complex_v<S>)
           out[size_t(i)] = T(static_cast<typename T::value_type>(base[off]));
-        else
-          out[size_t(i)] = static_cast<T>(base[off]);
+        else out[size_t(i)] = static_cast<T>(base[off]);
       }
     }
   });
   return out;
 }
 
-#define FX_INSTANTIATE(T)                                                \
-  template Tensor from_vector<T>(const std::vector<T>&, const Shape&);   \
+#define FX_INSTANTIATE(T)                                              \
+  template Tensor from_vector<T>(const std::vector<T>&, const Shape&); \
   template std::vector<T> to_vector<T>(const Tensor&);
 FX_INSTANTIATE(float)
 FX_INSTANTIATE(double)
@@ -231,7 +230,8 @@ Tensor rand(const Shape& shape, Generator& gen, DType dtype) {
 }
 Tensor randn(const Shape& shape, Generator& gen, DType dtype) {
   // A standard complex normal has E|z|^2 = 1: each part has variance 1/2.
-  return random_fill(shape, dtype, "fx::randn", [&] { return gen.normal(); }, M_SQRT1_2);
+  return random_fill(
+      shape, dtype, "fx::randn", [&] { return gen.normal(); }, M_SQRT1_2);
 }
 Tensor uniform(const Shape& shape, double lo, double hi, Generator& gen, DType dtype) {
   return random_fill(shape, dtype, "fx::uniform", [&] { return lo + (hi - lo) * gen.uniform(); });

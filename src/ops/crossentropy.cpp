@@ -31,24 +31,26 @@ Primitive logitcrossentropy_backward_p{
 // the output is 0-d, of the logits' dtype.
 Primitive logitcrossentropy_p{
     .name = "logitcrossentropy",
-    .forward = [](const Primitive& p, std::span<const Tensor> in, const Params& pr) {
-      Tensor out = Tensor::empty({}, in[0].dtype(), output_device(in));
-      dispatch({p, in, out, pr});
-      return out;
-    },
+    .forward =
+        [](const Primitive& p, std::span<const Tensor> in, const Params& pr) {
+          Tensor out = Tensor::empty({}, in[0].dtype(), output_device(in));
+          dispatch({p, in, out, pr});
+          return out;
+        },
     .saves = saves::input(0) | saves::input(1),
-    .pullback = [](const PullbackArgs& a, const Tensor& dy, Tensor* dx) {
-      if (!a.wants(0)) return;  // the labels have no cotangent
-      const Tensor &x = a.input(0), &labels = a.input(1);
-      if (!detail::must_compose() && dy.dtype() == x.dtype() &&
-          has_kernel(logitcrossentropy_backward_p, x.device())) {
-        dx[0] = bind(logitcrossentropy_backward_p, {dy, x, labels});
-        return;
-      }
-      const Tensor hot = astype(eq(unsqueeze(labels, 1), arange(x.shape()[1], labels.dtype())),
-                                x.dtype());
-      dx[0] = (softmax_rows(x) - hot) * (dy * (1.0 / double(x.shape()[0])));
-    },
+    .pullback =
+        [](const PullbackArgs& a, const Tensor& dy, Tensor* dx) {
+          if (!a.wants(0)) return;  // the labels have no cotangent
+          const Tensor &x = a.input(0), &labels = a.input(1);
+          if (!detail::must_compose() && dy.dtype() == x.dtype() &&
+              has_kernel(logitcrossentropy_backward_p, x.device())) {
+            dx[0] = bind(logitcrossentropy_backward_p, {dy, x, labels});
+            return;
+          }
+          const Tensor hot =
+              astype(eq(unsqueeze(labels, 1), arange(x.shape()[1], labels.dtype())), x.dtype());
+          dx[0] = (softmax_rows(x) - hot) * (dy * (1.0 / double(x.shape()[0])));
+        },
     .jvp = [](const JvpArgs& a, const Tensor* dx) -> Tensor {
       if (!dx[0].defined()) return Tensor();
       const Tensor &x = a.input(0), &labels = a.input(1);

@@ -9,8 +9,8 @@ TransferFn transfers[kNumDeviceKinds] = {};
 }  // namespace
 
 void register_transfer(DeviceKind kind, TransferFn fn) {
-  FX_CHECK(kind != DeviceKind::cpu && kind != DeviceKind::meta, "fx::register_transfer: ",
-           device_kind_name(kind), " needs no transfer");
+  FX_CHECK(kind != DeviceKind::cpu && kind != DeviceKind::meta,
+           "fx::register_transfer: ", device_kind_name(kind), " needs no transfer");
   transfers[int(kind)] = fn;
 }
 

@@ -25,8 +25,8 @@ bool register_backends() {
   std::string devices;
   for (const Tensor& x : call.in)
     if (x.defined()) devices += (devices.empty() ? "" : ", ") + device_name(x.device());
-  detail::fail("fx::", call.prim.name, ": inputs on different devices (", devices,
-               "), output on ", device_name(call.out.device()), "; move them with fx::to");
+  detail::fail("fx::", call.prim.name, ": inputs on different devices (", devices, "), output on ",
+               device_name(call.out.device()), "; move them with fx::to");
 }
 
 void dispatch(const KernelCall& call) {
@@ -37,7 +37,8 @@ void dispatch(const KernelCall& call) {
   // all a meta computation is. Host constants mixed into it (an arange inside a rule) are fine.
   if (dev.kind == DeviceKind::meta) return;
   for (const Tensor& x : call.in)
-    if (x.defined() && x.device() != dev) [[unlikely]] fail_devices(call);
+    if (x.defined() && x.device() != dev) [[unlikely]]
+      fail_devices(call);
   for (KernelFn k : call.prim.kernels[int(dev.kind)])
     if (k && k(call)) return;
   detail::fail("fx::", call.prim.name, ": no kernel on device ", device_name(dev), " for ",
@@ -69,7 +70,8 @@ Tensor make_view(const Tensor& x, const Shape& shape, const int64_t* strides, in
 
 Tensor untagged_view(const Tensor& x) {
   Tensor v = make_view(x, x.shape(), x.strides(), x.offset());
-  if (detail::tracing_depth != 0) [[unlikely]] detail::trace_alias(x, v);
+  if (detail::tracing_depth != 0) [[unlikely]]
+    detail::trace_alias(x, v);
   return v;
 }
 

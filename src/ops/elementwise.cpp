@@ -5,9 +5,9 @@
 
 #include "fluxion/ops/complex.hpp"
 #include "fluxion/ops/create.hpp"
-#include "ops/fused.hpp"
 #include "fluxion/ops/primitives.hpp"
 #include "fluxion/ops/view.hpp"
+#include "ops/fused.hpp"
 
 namespace fx {
 
@@ -37,110 +37,161 @@ Tensor or_zeros(const JvpArgs& a, const Tensor* dx, int i) {
 }  // namespace
 
 // ---- unary: dx = dy * f'(x), written in public ops so it differentiates again.
-Primitive neg_p{.name = "neg", .forward = elementwise_forward,
-                .pullback = FX_PULLBACK { dx[0] = neg(dy); (void)a; },
-    .jvp = linear_jvp};
+Primitive neg_p{
+    .name = "neg", .forward = elementwise_forward, .pullback = FX_PULLBACK{dx[0] = neg(dy);
+(void)a;
+}  // namespace fx
+, .jvp = linear_jvp
+}
+;
 // relu' is taken as 0 at 0 (as in PyTorch and Flux).
-Primitive relu_p{.name = "relu", .forward = elementwise_forward, .saves = saves::output,
-                 .pullback = FX_PULLBACK {
-                   const Tensor& y = a.output();
-                   if (!fused_pullback(relu_backward_p, dy, y, dx[0]))
-                     dx[0] = where(y > 0.0, dy, 0.0);
-                 },
-    .jvp = FX_JVP { return where(a.output() > 0.0, dx[0], 0.0); }};
-Primitive abs_p{.name = "abs", .forward = elementwise_forward, .saves = saves::input(0),
-                .pullback = FX_PULLBACK { dx[0] = dy * sign(a.input(0)); },
-    .jvp = FX_JVP { return dx[0] * sign(a.input(0)); }};
+Primitive relu_p{.name = "relu",
+                 .forward = elementwise_forward,
+                 .saves = saves::output,
+                 .pullback = FX_PULLBACK{const Tensor& y = a.output();
+if (!fused_pullback(relu_backward_p, dy, y, dx[0])) dx[0] = where(y > 0.0, dy, 0.0);
+}
+, .jvp = FX_JVP { return where(a.output() > 0.0, dx[0], 0.0); }
+}
+;
+Primitive abs_p{.name = "abs",
+                .forward = elementwise_forward,
+                .saves = saves::input(0),
+                .pullback = FX_PULLBACK{dx[0] = dy * sign(a.input(0));
+}
+, .jvp = FX_JVP { return dx[0] * sign(a.input(0)); }
+}
+;
 // square is x * x as one entry: its pullback is one pass (dy * 2x, fused when nothing records)
 // where x * x's was two products and their sum, over tensors as large as x.
-Primitive square_p{.name = "square", .forward = elementwise_forward, .saves = saves::input(0),
-                   .pullback = FX_PULLBACK {
-                     const Tensor& x = a.input(0);
-                     if (!fused_pullback(square_backward_p, dy, x, dx[0], a.reusable_input(0)))
-                       dx[0] = mul_conj(dy, x * 2.0);
-                   },
-    .jvp = FX_JVP { return dx[0] * (a.input(0) * 2.0); }};
+Primitive square_p{.name = "square",
+                   .forward = elementwise_forward,
+                   .saves = saves::input(0),
+                   .pullback = FX_PULLBACK{const Tensor& x = a.input(0);
+if (!fused_pullback(square_backward_p, dy, x, dx[0], a.reusable_input(0)))
+  dx[0] = mul_conj(dy, x * 2.0);
+}
+, .jvp = FX_JVP { return dx[0] * (a.input(0) * 2.0); }
+}
+;
 // sign is piecewise constant: no pullback, so its output is never tracked (a zero cotangent).
 Primitive sign_p{.name = "sign", .forward = elementwise_forward};
 
 // ---- with a number s = params.s
-Primitive add_scalar_p{.name = "add_scalar", .forward = elementwise_forward,
-                       .pullback = FX_PULLBACK { dx[0] = dy; (void)a; },
-    .jvp = FX_JVP { (void)a; return dx[0]; }};
-Primitive mul_scalar_p{.name = "mul_scalar", .forward = elementwise_forward,
-                       .pullback = FX_PULLBACK { dx[0] = dy * a.params().s; },
-    .jvp = linear_jvp};
-Primitive pow_scalar_p{.name = "pow_scalar", .forward = elementwise_forward,
-                       .saves = saves::input(0), .pullback = FX_PULLBACK {
-                         double s = a.params().s;
-                         if (s != 0) dx[0] = mul_conj(dy, pow(a.input(0), s - 1) * s);
-                       },
-    .jvp = FX_JVP {
-      double s = a.params().s;
-      return s == 0 ? Tensor() : dx[0] * (pow(a.input(0), s - 1) * s);
-    }};
+Primitive add_scalar_p{
+    .name = "add_scalar", .forward = elementwise_forward, .pullback = FX_PULLBACK{dx[0] = dy;
+(void)a;
+}
+, .jvp = FX_JVP {
+  (void)a;
+  return dx[0];
+}
+}
+;
+Primitive mul_scalar_p{.name = "mul_scalar",
+                       .forward = elementwise_forward,
+                       .pullback = FX_PULLBACK{dx[0] = dy * a.params().s;
+}
+, .jvp = linear_jvp
+}
+;
+Primitive pow_scalar_p{.name = "pow_scalar",
+                       .forward = elementwise_forward,
+                       .saves = saves::input(0),
+                       .pullback = FX_PULLBACK{double s = a.params().s;
+if (s != 0) dx[0] = mul_conj(dy, pow(a.input(0), s - 1) * s);
+}
+, .jvp = FX_JVP {
+  double s = a.params().s;
+  return s == 0 ? Tensor() : dx[0] * (pow(a.input(0), s - 1) * s);
+}
+}
+;
 
 // ---- binary on equal shapes (the public functions expand first)
-Primitive add_p{.name = "add", .forward = elementwise_forward, .pullback = FX_PULLBACK {
-                  (void)a;
-                  dx[0] = dy;
-                  dx[1] = dy;
-                },
-    .jvp = FX_JVP { (void)a; return plus(dx[0], dx[1]); }};
-Primitive sub_p{.name = "sub", .forward = elementwise_forward, .pullback = FX_PULLBACK {
-                  dx[0] = dy;
-                  if (a.wants(1)) dx[1] = neg(dy);
-                },
-    .jvp = FX_JVP { (void)a; return plus(dx[0], dx[1].defined() ? neg(dx[1]) : Tensor()); }};
-Primitive mul_p{.name = "mul", .forward = elementwise_forward, .saves = saves::inputs,
-                .pullback = FX_PULLBACK {
-                  if (a.wants(0) && a.wants(1) &&
-                      fused_mul_pullback(dy, a.input(0), a.input(1), dx))
-                    return;
-                  if (a.wants(0)) dx[0] = mul_conj(dy, a.input(1));
-                  if (a.wants(1)) dx[1] = mul_conj(dy, a.input(0));
-                },
-    .jvp = FX_JVP {
-      return plus(dx[0].defined() ? dx[0] * a.input(1) : Tensor(),
-                  dx[1].defined() ? a.input(0) * dx[1] : Tensor());
-    }};
-Primitive div_p{.name = "div", .forward = elementwise_forward,
-                .saves = saves::input(1) | saves::output, .pullback = FX_PULLBACK {
-                  Tensor g = div_conj(dy, a.input(1));
-                  if (a.wants(1)) dx[1] = neg(mul_conj(g, a.output()));
-                  dx[0] = std::move(g);
-                },
-    .jvp = FX_JVP {
-      const Tensor& b = a.input(1);
-      return plus(dx[0].defined() ? dx[0] / b : Tensor(),
-                  dx[1].defined() ? neg(dx[1] * a.output() / b) : Tensor());
-    }};
-Primitive pow_p{.name = "pow", .forward = elementwise_forward,
-                .saves = saves::inputs | saves::output, .pullback = FX_PULLBACK {
-                  const Tensor &x = a.input(0), &e = a.input(1);
-                  if (a.wants(0)) dx[0] = dy * (e * pow(x, e - 1.0));
-                  // d/de x^e = x^e log x, taken as 0 where x <= 0 (as PyTorch does)
-                  if (a.wants(1)) dx[1] = where(x > 0.0, dy * (a.output() * log(x)), 0.0);
-                },
-    .jvp = FX_JVP {
-      const Tensor &x = a.input(0), &e = a.input(1);
-      return plus(dx[0].defined() ? dx[0] * (e * pow(x, e - 1.0)) : Tensor(),
-                  dx[1].defined() ? where(x > 0.0, dx[1] * (a.output() * log(x)), 0.0) : Tensor());
-    }};
-Primitive maximum_p{.name = "maximum", .forward = elementwise_forward, .saves = saves::inputs,
-                    .pullback = FX_PULLBACK {
-                      Tensor first = a.input(0) >= a.input(1);
-                      if (a.wants(0)) dx[0] = where(first, dy, 0.0);
-                      if (a.wants(1)) dx[1] = where(first, 0.0, dy);
-                    },
-    .jvp = FX_JVP { return where(a.input(0) >= a.input(1), or_zeros(a, dx, 0), or_zeros(a, dx, 1)); }};
-Primitive minimum_p{.name = "minimum", .forward = elementwise_forward, .saves = saves::inputs,
-                    .pullback = FX_PULLBACK {
-                      Tensor first = a.input(0) <= a.input(1);
-                      if (a.wants(0)) dx[0] = where(first, dy, 0.0);
-                      if (a.wants(1)) dx[1] = where(first, 0.0, dy);
-                    },
-    .jvp = FX_JVP { return where(a.input(0) <= a.input(1), or_zeros(a, dx, 0), or_zeros(a, dx, 1)); }};
+Primitive add_p{.name = "add", .forward = elementwise_forward, .pullback = FX_PULLBACK{(void)a;
+dx[0] = dy;
+dx[1] = dy;
+}
+, .jvp = FX_JVP {
+  (void)a;
+  return plus(dx[0], dx[1]);
+}
+}
+;
+Primitive sub_p{.name = "sub", .forward = elementwise_forward, .pullback = FX_PULLBACK{dx[0] = dy;
+if (a.wants(1)) dx[1] = neg(dy);
+}
+, .jvp = FX_JVP {
+  (void)a;
+  return plus(dx[0], dx[1].defined() ? neg(dx[1]) : Tensor());
+}
+}
+;
+Primitive mul_p{
+    .name = "mul",
+    .forward = elementwise_forward,
+    .saves = saves::inputs,
+    .pullback = FX_PULLBACK{
+        if (a.wants(0) && a.wants(1) && fused_mul_pullback(dy, a.input(0), a.input(1), dx)) return;
+if (a.wants(0)) dx[0] = mul_conj(dy, a.input(1));
+if (a.wants(1)) dx[1] = mul_conj(dy, a.input(0));
+}
+, .jvp = FX_JVP {
+  return plus(dx[0].defined() ? dx[0] * a.input(1) : Tensor(),
+              dx[1].defined() ? a.input(0) * dx[1] : Tensor());
+}
+}
+;
+Primitive div_p{.name = "div",
+                .forward = elementwise_forward,
+                .saves = saves::input(1) | saves::output,
+                .pullback = FX_PULLBACK{Tensor g = div_conj(dy, a.input(1));
+if (a.wants(1)) dx[1] = neg(mul_conj(g, a.output()));
+dx[0] = std::move(g);
+}
+, .jvp = FX_JVP {
+  const Tensor& b = a.input(1);
+  return plus(dx[0].defined() ? dx[0] / b : Tensor(),
+              dx[1].defined() ? neg(dx[1] * a.output() / b) : Tensor());
+}
+}
+;
+Primitive pow_p{.name = "pow",
+                .forward = elementwise_forward,
+                .saves = saves::inputs | saves::output,
+                .pullback = FX_PULLBACK{const Tensor& x = a.input(0), &e = a.input(1);
+if (a.wants(0)) dx[0] = dy * (e * pow(x, e - 1.0));
+// d/de x^e = x^e log x, taken as 0 where x <= 0 (as PyTorch does)
+if (a.wants(1)) dx[1] = where(x > 0.0, dy*(a.output() * log(x)), 0.0);
+}
+, .jvp = FX_JVP {
+  const Tensor &x = a.input(0), &e = a.input(1);
+  return plus(dx[0].defined() ? dx[0] * (e * pow(x, e - 1.0)) : Tensor(),
+              dx[1].defined() ? where(x > 0.0, dx[1] * (a.output() * log(x)), 0.0) : Tensor());
+}
+}
+;
+Primitive maximum_p{.name = "maximum",
+                    .forward = elementwise_forward,
+                    .saves = saves::inputs,
+                    .pullback = FX_PULLBACK{Tensor first = a.input(0) >= a.input(1);
+if (a.wants(0)) dx[0] = where(first, dy, 0.0);
+if (a.wants(1)) dx[1] = where(first, 0.0, dy);
+}
+, .jvp = FX_JVP { return where(a.input(0) >= a.input(1), or_zeros(a, dx, 0), or_zeros(a, dx, 1)); }
+}
+;
+Primitive minimum_p{.name = "minimum",
+                    .forward = elementwise_forward,
+                    .saves = saves::inputs,
+                    .pullback = FX_PULLBACK{Tensor first = a.input(0) <= a.input(1);
+if (a.wants(0)) dx[0] = where(first, dy, 0.0);
+if (a.wants(1)) dx[1] = where(first, 0.0, dy);
+}
+, .jvp = FX_JVP { return where(a.input(0) <= a.input(1), or_zeros(a, dx, 0), or_zeros(a, dx, 1)); }
+}
+;
 
 // ---- comparisons: bool outputs, never differentiated
 Primitive eq_p{.name = "eq", .forward = compare_forward};
@@ -157,32 +208,43 @@ Primitive isfinite_p{.name = "isfinite", .forward = compare_forward};
 
 // ---- selection and conversion
 Primitive where_p{.name = "where",
-                  .forward = [](const Primitive& p, std::span<const Tensor> in, const Params& pr) {
-                    Tensor out = Tensor::empty(in[1].shape(), in[1].dtype(), output_device(in));
-                    dispatch({p, in, out, pr});
-                    return out;
-                  },
-                  .saves = saves::input(0), .pullback = FX_PULLBACK {
-                    if (a.wants(1)) dx[1] = where(a.input(0), dy, 0.0);
-                    if (a.wants(2)) dx[2] = where(a.input(0), 0.0, dy);
-                  },
-    .jvp = linear_jvp};
-Primitive astype_p{.name = "astype",
-                   .forward = [](const Primitive& p, std::span<const Tensor> in, const Params& pr) {
-                     Tensor out = Tensor::empty(in[0].shape(), pr.dtype, output_device(in));
-                     dispatch({p, in, out, pr});
-                     return out;
-                   },
-                   .pullback = FX_PULLBACK {
-                     // The input dtype rides in params.i[0]; real -> complex pulls back the
-                     // real part of the cotangent.
-                     dx[0] = astype(real(dy), DType(a.params().i[0]));
-                   },
-    .jvp = linear_jvp};
-Primitive copy_p{.name = "copy", .forward = elementwise_forward,
-                 .pullback = FX_PULLBACK { dx[0] = dy; (void)a; },
-    .jvp = FX_JVP { (void)a; return dx[0]; }};
-
+                  .forward =
+                      [](const Primitive& p, std::span<const Tensor> in, const Params& pr) {
+                        Tensor out = Tensor::empty(in[1].shape(), in[1].dtype(), output_device(in));
+                        dispatch({p, in, out, pr});
+                        return out;
+                      },
+                  .saves = saves::input(0),
+                  .pullback = FX_PULLBACK{if (a.wants(1)) dx[1] = where(a.input(0), dy, 0.0);
+if (a.wants(2)) dx[2] = where(a.input(0), 0.0, dy);
+}
+, .jvp = linear_jvp
+}
+;
+Primitive astype_p{
+    .name = "astype",
+    .forward =
+        [](const Primitive& p, std::span<const Tensor> in, const Params& pr) {
+          Tensor out = Tensor::empty(in[0].shape(), pr.dtype, output_device(in));
+          dispatch({p, in, out, pr});
+          return out;
+        },
+    .pullback = FX_PULLBACK{// The input dtype rides in params.i[0]; real -> complex pulls back the
+                            // real part of the cotangent.
+                            dx[0] = astype(real(dy), DType(a.params().i[0]));
+}
+, .jvp = linear_jvp
+}
+;
+Primitive copy_p{.name = "copy", .forward = elementwise_forward, .pullback = FX_PULLBACK{dx[0] = dy;
+(void)a;
+}
+, .jvp = FX_JVP {
+  (void)a;
+  return dx[0];
+}
+}
+;
 
 // ---- the math functions of the table (fluxion/ops/elementwise_defs.hpp): entry, pullback,
 // pushforward, fused first-order pullback and public function, all from Op::value/derivative.
@@ -201,7 +263,8 @@ template <class Op>
 void check_tensor_derivative(const Primitive& p, const Tensor& x) {
   FX_CHECK(elem::tensor_derivative<Op>, "fx::", p.name,
            ": its derivative is not implemented for tensors (numbers, fx::Real and fx::Dual "
-           "have it); got ", dtype_name(x.dtype()), " ", x.shape());
+           "have it); got ",
+           dtype_name(x.dtype()), " ", x.shape());
 }
 
 // dx = dy * f'(x) (conj(f'(x)) for complex: the pullback of a holomorphic function), in one
@@ -244,8 +307,7 @@ Tensor table_binary_jvp(const JvpArgs& a, const Tensor* dx) {
   Tensor t0 = dx[0].defined() ? dx[0] * Op::da(x, z, y) : Tensor();
   if constexpr (elem::has_db<Op>)
     return plus(t0, dx[1].defined() ? dx[1] * Op::db(x, z, y) : Tensor());
-  else
-    return t0;
+  else return t0;
 }
 
 constexpr uint32_t saves_of(elem::Reads r) {
@@ -256,14 +318,16 @@ constexpr uint32_t saves_of(elem::Reads r) {
 
 #define FX_DEFINE_UNARY(op)                                                           \
   Primitive op##_backward_p{.name = #op "_backward", .forward = elementwise_forward}; \
-  Primitive op##_p{.name = #op, .forward = elementwise_forward,                       \
+  Primitive op##_p{.name = #op,                                                       \
+                   .forward = elementwise_forward,                                    \
                    .saves = saves_of(elem::op##_op::reads),                           \
                    .pullback = table_pullback<elem::op##_op, op##_backward_p>,        \
                    .jvp = table_jvp<elem::op##_op>};
-#define FX_DEFINE_BINARY(op)                                              \
-  Primitive op##_p{.name = #op, .forward = elementwise_forward,           \
-                   .saves = saves::inputs | saves::output,                \
-                   .pullback = table_binary_pullback<elem::op##_op>,      \
+#define FX_DEFINE_BINARY(op)                                         \
+  Primitive op##_p{.name = #op,                                      \
+                   .forward = elementwise_forward,                   \
+                   .saves = saves::inputs | saves::output,           \
+                   .pullback = table_binary_pullback<elem::op##_op>, \
                    .jvp = table_binary_jvp<elem::op##_op>};
 FX_ELEMENTWISE_UNARY(FX_DEFINE_UNARY)
 FX_ELEMENTWISE_BINARY(FX_DEFINE_BINARY)
@@ -434,9 +498,9 @@ Tensor compare(Primitive& p, const Tensor& a, const Tensor& b) {
 
 }  // namespace
 
-#define FX_DEFINE_UNARY(name)                                                      \
-  Tensor name(const Tensor& x) {                                                   \
-    return elem::name##_op::domain == elem::Domain::inexact ? inexact_unary(name##_p, x) \
+#define FX_DEFINE_UNARY(name)                                                              \
+  Tensor name(const Tensor& x) {                                                           \
+    return elem::name##_op::domain == elem::Domain::inexact ? inexact_unary(name##_p, x)   \
                                                             : floating_unary(name##_p, x); \
   }
 #define FX_DEFINE_BINARY(name) \
@@ -580,8 +644,8 @@ Tensor where(const Tensor& cond, double a, const Tensor& b) {
 Tensor astype(const Tensor& x, DType dtype) {
   check_defined(x, "astype");
   if (x.dtype() == dtype) return x;
-  FX_CHECK(!is_complex(x.dtype()) || is_complex(dtype), "fx::astype: ", dtype_name(x.dtype()),
-           " ", x.shape(), " to ", dtype_name(dtype),
+  FX_CHECK(!is_complex(x.dtype()) || is_complex(dtype), "fx::astype: ", dtype_name(x.dtype()), " ",
+           x.shape(), " to ", dtype_name(dtype),
            " would drop the imaginary part; use fx::real, fx::imag or fx::abs");
   Params p;
   p.dtype = dtype;

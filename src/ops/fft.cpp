@@ -10,16 +10,18 @@ namespace fx {
 
 // params.i[0]: axis (non-negative); params.i[1]: sign (-1 forward, +1 inverse); params.s: scale.
 Primitive fft_p{.name = "fft",
-                .forward = [](const Primitive& p, std::span<const Tensor> in, const Params& pr) {
-                  Tensor out = Tensor::empty(in[0].shape(), in[0].dtype(), output_device(in));
-                  dispatch({p, in, out, pr});
-                  return out;
-                },
-                .pullback = [](const PullbackArgs& a, const Tensor& dy, Tensor* dx) {
-                  Params adjoint = a.params();
-                  adjoint.i[1] = -adjoint.i[1];
-                  dx[0] = bind(fft_p, {dy}, adjoint);
-                },
+                .forward =
+                    [](const Primitive& p, std::span<const Tensor> in, const Params& pr) {
+                      Tensor out = Tensor::empty(in[0].shape(), in[0].dtype(), output_device(in));
+                      dispatch({p, in, out, pr});
+                      return out;
+                    },
+                .pullback =
+                    [](const PullbackArgs& a, const Tensor& dy, Tensor* dx) {
+                      Params adjoint = a.params();
+                      adjoint.i[1] = -adjoint.i[1];
+                      dx[0] = bind(fft_p, {dy}, adjoint);
+                    },
                 .jvp = linear_jvp};
 
 namespace {
@@ -28,8 +30,8 @@ Tensor transform(const Tensor& x, int64_t axis, int sign, const char* op) {
   FX_CHECK(x.defined(), "fx::", op, ": undefined tensor");
   FX_CHECK(x.ndim() >= 1, "fx::", op, ": needs at least one dimension, got ", x.shape());
   FX_CHECK(x.dtype() != boolean, "fx::", op, ": not defined for bool ", x.shape());
-  FX_CHECK(axis >= -x.ndim() && axis < x.ndim(), "fx::", op, ": axis ", axis,
-           " out of range for ", x.shape());
+  FX_CHECK(axis >= -x.ndim() && axis < x.ndim(), "fx::", op, ": axis ", axis, " out of range for ",
+           x.shape());
   if (axis < 0) axis += x.ndim();
   Tensor z = astype(x, complex_dtype(x.dtype()));
   const int64_t n = x.shape()[int(axis)];

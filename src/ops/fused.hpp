@@ -19,13 +19,13 @@ namespace fx {
 #define FX_DECLARE_BACKWARD(name) extern Primitive name##_backward_p;
 FX_ELEMENTWISE_UNARY(FX_DECLARE_BACKWARD)
 #undef FX_DECLARE_BACKWARD
-extern Primitive square_backward_p;   // (dy, x) -> dy * (2 x), for y = x^2 (reads x, not y)
+extern Primitive square_backward_p;  // (dy, x) -> dy * (2 x), for y = x^2 (reads x, not y)
 // (dy, x, y) -> dy * exp(x - y), y = logsumexp(x), with dy and y expanded to x's shape.
 extern Primitive logsumexp_backward_p;
 // (dy, x, labels) -> (softmax(x) - onehot(labels)) dy / N for l = logitcrossentropy(x, labels):
 // dy 0-d, x (N, C) dense, labels (N,) dense i64 or i32.
 extern Primitive logitcrossentropy_backward_p;
-extern Primitive relu_backward_p;     // (dy, y) -> y > 0 ? dy : 0, y = relu(x)
+extern Primitive relu_backward_p;  // (dy, y) -> y > 0 ? dy : 0, y = relu(x)
 // (dy, a, b) -> [dy * b | dy * a] for y = a * b (real, one shape, all dense): both cotangents
 // of a product in one allocation and one pass over dy.
 extern Primitive mul_backward_p;

@@ -18,8 +18,8 @@ Tensor shaped_forward(const Primitive& p, std::span<const Tensor> in, const Para
 
 void check_index(const Tensor& idx, const char* op) {
   FX_CHECK(idx.defined(), "fx::", op, ": undefined index tensor");
-  FX_CHECK(idx.dtype() == i64 || idx.dtype() == i32, "fx::", op,
-           ": index must be i64 or i32, got ", dtype_name(idx.dtype()), " ", idx.shape());
+  FX_CHECK(idx.dtype() == i64 || idx.dtype() == i32, "fx::", op, ": index must be i64 or i32, got ",
+           dtype_name(idx.dtype()), " ", idx.shape());
 }
 
 Params axis_params(int axis, const Shape& shape) {
@@ -32,52 +32,59 @@ Params axis_params(int axis, const Shape& shape) {
 }  // namespace
 
 // params: i[0] axis; shape = shape of the indexed (larger) tensor.
-Primitive index_select_p{
-    .name = "index_select",
-    .forward = [](const Primitive& p, std::span<const Tensor> in, const Params& pr) {
-      Shape s = in[0].shape();
-      s[int(pr.i[0])] = in[1].numel();
-      return shaped_forward(p, in, pr, s, in[0].dtype());
-    },
-    .saves = saves::input(1),
-    .pullback = [](const PullbackArgs& a, const Tensor& dy, Tensor* dx) {
-      const Params& p = a.params();
-      dx[0] = index_add(expand(scalar(0, dy.dtype(), dy.device()), p.shape), p.i[0], a.input(1), dy);
-    },
-    .jvp = linear_jvp};
-Primitive index_add_p{
-    .name = "index_add",
-    .forward = [](const Primitive& p, std::span<const Tensor> in, const Params& pr) {
-      return shaped_forward(p, in, pr, in[0].shape(), in[0].dtype());
-    },
-    .saves = saves::input(1),
-    .pullback = [](const PullbackArgs& a, const Tensor& dy, Tensor* dx) {
-      if (a.wants(0)) dx[0] = dy;
-      if (a.wants(2)) dx[2] = index_select(dy, a.params().i[0], a.input(1));
-    },
-    .jvp = linear_jvp};
-Primitive gather_p{
-    .name = "gather",
-    .forward = [](const Primitive& p, std::span<const Tensor> in, const Params& pr) {
-      return shaped_forward(p, in, pr, in[1].shape(), in[0].dtype());
-    },
-    .saves = saves::input(1),
-    .pullback = [](const PullbackArgs& a, const Tensor& dy, Tensor* dx) {
-      const Params& p = a.params();
-      dx[0] = scatter_add(expand(scalar(0, dy.dtype(), dy.device()), p.shape), p.i[0], a.input(1), dy);
-    },
-    .jvp = linear_jvp};
-Primitive scatter_add_p{
-    .name = "scatter_add",
-    .forward = [](const Primitive& p, std::span<const Tensor> in, const Params& pr) {
-      return shaped_forward(p, in, pr, in[0].shape(), in[0].dtype());
-    },
-    .saves = saves::input(1),
-    .pullback = [](const PullbackArgs& a, const Tensor& dy, Tensor* dx) {
-      if (a.wants(0)) dx[0] = dy;
-      if (a.wants(2)) dx[2] = gather(dy, a.params().i[0], a.input(1));
-    },
-    .jvp = linear_jvp};
+Primitive index_select_p{.name = "index_select",
+                         .forward =
+                             [](const Primitive& p, std::span<const Tensor> in, const Params& pr) {
+                               Shape s = in[0].shape();
+                               s[int(pr.i[0])] = in[1].numel();
+                               return shaped_forward(p, in, pr, s, in[0].dtype());
+                             },
+                         .saves = saves::input(1),
+                         .pullback =
+                             [](const PullbackArgs& a, const Tensor& dy, Tensor* dx) {
+                               const Params& p = a.params();
+                               dx[0] =
+                                   index_add(expand(scalar(0, dy.dtype(), dy.device()), p.shape),
+                                             p.i[0], a.input(1), dy);
+                             },
+                         .jvp = linear_jvp};
+Primitive index_add_p{.name = "index_add",
+                      .forward =
+                          [](const Primitive& p, std::span<const Tensor> in, const Params& pr) {
+                            return shaped_forward(p, in, pr, in[0].shape(), in[0].dtype());
+                          },
+                      .saves = saves::input(1),
+                      .pullback =
+                          [](const PullbackArgs& a, const Tensor& dy, Tensor* dx) {
+                            if (a.wants(0)) dx[0] = dy;
+                            if (a.wants(2)) dx[2] = index_select(dy, a.params().i[0], a.input(1));
+                          },
+                      .jvp = linear_jvp};
+Primitive gather_p{.name = "gather",
+                   .forward =
+                       [](const Primitive& p, std::span<const Tensor> in, const Params& pr) {
+                         return shaped_forward(p, in, pr, in[1].shape(), in[0].dtype());
+                       },
+                   .saves = saves::input(1),
+                   .pullback =
+                       [](const PullbackArgs& a, const Tensor& dy, Tensor* dx) {
+                         const Params& p = a.params();
+                         dx[0] = scatter_add(expand(scalar(0, dy.dtype(), dy.device()), p.shape),
+                                             p.i[0], a.input(1), dy);
+                       },
+                   .jvp = linear_jvp};
+Primitive scatter_add_p{.name = "scatter_add",
+                        .forward =
+                            [](const Primitive& p, std::span<const Tensor> in, const Params& pr) {
+                              return shaped_forward(p, in, pr, in[0].shape(), in[0].dtype());
+                            },
+                        .saves = saves::input(1),
+                        .pullback =
+                            [](const PullbackArgs& a, const Tensor& dy, Tensor* dx) {
+                              if (a.wants(0)) dx[0] = dy;
+                              if (a.wants(2)) dx[2] = gather(dy, a.params().i[0], a.input(1));
+                            },
+                        .jvp = linear_jvp};
 
 Tensor index_select(const Tensor& x, int64_t axis, const Tensor& index) {
   FX_CHECK(x.defined(), "fx::index_select: undefined tensor");
@@ -107,8 +114,8 @@ Tensor gather(const Tensor& x, int64_t axis, const Tensor& index) {
   // A 0-d input has no axis to index (the kernel would never read, let alone check, the index).
   FX_CHECK(x.ndim() > 0, "fx::gather: cannot index a 0-d tensor ", x.shape());
   int a = normalize_axis(axis, x.ndim(), "fx::gather");
-  FX_CHECK(index.ndim() == x.ndim(), "fx::gather: index ", index.shape(), " and input ",
-           x.shape(), " differ in rank");
+  FX_CHECK(index.ndim() == x.ndim(), "fx::gather: index ", index.shape(), " and input ", x.shape(),
+           " differ in rank");
   for (int d = 0; d < x.ndim(); ++d)
     FX_CHECK(d == a || index.shape()[d] <= x.shape()[d], "fx::gather: index ", index.shape(),
              " exceeds input ", x.shape(), " on axis ", d);

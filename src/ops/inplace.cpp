@@ -16,7 +16,8 @@ bool tracked(const Tensor& x) { return detail::recording_depth != 0 && x.impl()-
 void overwrite(Tensor& x, const Tensor& z) {
   if (!z.device().has_data() && x.device().has_data())
     detail::fail("fx::Tensor: an in-place write of a ", device_name(z.device()), " value ",
-                 z.shape(), " into a ", device_name(x.device()), " tensor (inside fx::trace, a "
+                 z.shape(), " into a ", device_name(x.device()),
+                 " tensor (inside fx::trace, a "
                  "captured tensor cannot be overwritten with a traced value)");
   if (!x.device().has_data()) {
     // No data to write (meta); under fx::trace x now names z's value in the graph.
@@ -47,7 +48,8 @@ void overwrite(Tensor& x, const Tensor& z) {
   TensorImpl* xi = x.impl();
   const TensorImpl* zi = z.impl();
   xi->ntags = zi->ntags;
-  for (int k = 0; k < zi->ntags; ++k) xi->tags[k] = Tag{zi->tags[k].tape, zi->tags[k].slot, version};
+  for (int k = 0; k < zi->ntags; ++k)
+    xi->tags[k] = Tag{zi->tags[k].tape, zi->tags[k].slot, version};
 }
 
 void check_target(const Tensor& x, const char* op) {
@@ -72,15 +74,17 @@ Tensor& update(Tensor& x, const Tensor& other, const char* op, F f) {
   } else {
     z = f(x, other);
   }
-  FX_CHECK(broadcast_shapes(z.shape(), x.shape(), op) == x.shape(), "fx::Tensor::", op,
-           ": result ", z.shape(), " does not fit the target ", x.shape());
+  FX_CHECK(broadcast_shapes(z.shape(), x.shape(), op) == x.shape(), "fx::Tensor::", op, ": result ",
+           z.shape(), " does not fit the target ", x.shape());
   overwrite(x, expand(astype(z, x.dtype()), x.shape()));
   return x;
 }
 
 }  // namespace
 
-Tensor& Tensor::operator+=(const Tensor& o) { return update(*this, o, "operator+=", [](const Tensor& a, const Tensor& b) { return a + b; }); }
+Tensor& Tensor::operator+=(const Tensor& o) {
+  return update(*this, o, "operator+=", [](const Tensor& a, const Tensor& b) { return a + b; });
+}
 Tensor& Tensor::operator-=(const Tensor& o) {
   return update(*this, o, "operator-=", [](const Tensor& a, const Tensor& b) { return a - b; });
 }
@@ -90,10 +94,18 @@ Tensor& Tensor::operator*=(const Tensor& o) {
 Tensor& Tensor::operator/=(const Tensor& o) {
   return update(*this, o, "operator/=", [](const Tensor& a, const Tensor& b) { return a / b; });
 }
-Tensor& Tensor::operator+=(double o) { return *this += scalar(o, defined() ? dtype() : f32, defined() ? device() : Device::cpu); }
-Tensor& Tensor::operator-=(double o) { return *this += scalar(-o, defined() ? dtype() : f32, defined() ? device() : Device::cpu); }
-Tensor& Tensor::operator*=(double o) { return *this *= scalar(o, defined() ? dtype() : f32, defined() ? device() : Device::cpu); }
-Tensor& Tensor::operator/=(double o) { return *this *= scalar(1.0 / o, defined() ? dtype() : f32, defined() ? device() : Device::cpu); }
+Tensor& Tensor::operator+=(double o) {
+  return *this += scalar(o, defined() ? dtype() : f32, defined() ? device() : Device::cpu);
+}
+Tensor& Tensor::operator-=(double o) {
+  return *this += scalar(-o, defined() ? dtype() : f32, defined() ? device() : Device::cpu);
+}
+Tensor& Tensor::operator*=(double o) {
+  return *this *= scalar(o, defined() ? dtype() : f32, defined() ? device() : Device::cpu);
+}
+Tensor& Tensor::operator/=(double o) {
+  return *this *= scalar(1.0 / o, defined() ? dtype() : f32, defined() ? device() : Device::cpu);
+}
 
 Tensor& Tensor::copy_(const Tensor& src) {
   // The new value is a copy of src (recorded as one, so src's gradient flows).

@@ -18,9 +18,16 @@ using cf = std::complex<float>;
 using cd = std::complex<double>;
 
 // The real type of an element type: the type of eigenvalues and singular values.
-template <class T> struct RealOf { using type = T; };
-template <class T> struct RealOf<std::complex<T>> { using type = T; };
-template <class T> using Real = typename RealOf<T>::type;
+template <class T>
+struct RealOf {
+  using type = T;
+};
+template <class T>
+struct RealOf<std::complex<T>> {
+  using type = T;
+};
+template <class T>
+using Real = typename RealOf<T>::type;
 
 inline lapack_complex_float* lc(cf* p) { return reinterpret_cast<lapack_complex_float*>(p); }
 inline lapack_complex_double* lc(cd* p) { return reinterpret_cast<lapack_complex_double*>(p); }
@@ -32,8 +39,12 @@ inline const lapack_complex_double* lc(const cd* p) {
 }
 
 // LU with partial pivoting and solve: a (n, n) is overwritten by its factors, b (n, k) by x.
-inline I gesv(I n, I k, double* a, I* piv, double* b) { return LAPACKE_dgesv(kRow, n, k, a, n, piv, b, k); }
-inline I gesv(I n, I k, float* a, I* piv, float* b) { return LAPACKE_sgesv(kRow, n, k, a, n, piv, b, k); }
+inline I gesv(I n, I k, double* a, I* piv, double* b) {
+  return LAPACKE_dgesv(kRow, n, k, a, n, piv, b, k);
+}
+inline I gesv(I n, I k, float* a, I* piv, float* b) {
+  return LAPACKE_sgesv(kRow, n, k, a, n, piv, b, k);
+}
 inline I gesv(I n, I k, cd* a, I* piv, cd* b) {
   return LAPACKE_zgesv(kRow, n, k, lc(a), n, piv, lc(b), k);
 }

@@ -76,36 +76,39 @@ Primitive matmul_backward_p{
 
 Primitive matmul_p{
     .name = "matmul",
-    .forward = [](const Primitive& p, std::span<const Tensor> in, const Params& pr) {
-      const Tensor &a = in[0], &b = in[1];
-      Shape s = a.shape();
-      s[s.size() - 1] = b.shape()[b.ndim() - 1];
-      Tensor out = Tensor::empty(s, a.dtype(), output_device(in));
-      dispatch({p, in, out, pr});
-      return out;
-    },
+    .forward =
+        [](const Primitive& p, std::span<const Tensor> in, const Params& pr) {
+          const Tensor &a = in[0], &b = in[1];
+          Shape s = a.shape();
+          s[s.size() - 1] = b.shape()[b.ndim() - 1];
+          Tensor out = Tensor::empty(s, a.dtype(), output_device(in));
+          dispatch({p, in, out, pr});
+          return out;
+        },
     .saves = saves::inputs,
-    .pullback = [](const PullbackArgs& a, const Tensor& dy, Tensor* dx) {
-      // Adjoints: dA = dY B^H, dB = A^H dY (conj is the identity on real tensors).
-      if (a.wants(0) && a.wants(1) && fused_matmul_pullback(dy, a.input(0), a.input(1), dx))
-        return;
-      // An input that is the transpose of a dense matrix (Dense's x @ W^T reads W that way) gets
-      // its adjoint in the same layout, as the transpose of a dense product: W's gradient then
-      // comes out dense in W's own layout, where the optimiser reads it in place.
-      const Tensor &A = a.input(0), &B = a.input(1);
-      if (a.wants(0))
-        dx[0] = transposed_dense(A) ? transposed(matmul(conj(B), transposed(dy)))
-                                    : matmul(dy, conj(transposed(B)));
-      if (a.wants(1))
-        dx[1] = transposed_dense(B) ? transposed(matmul(transposed(dy), conj(A)))
-                                    : matmul(conj(transposed(A)), dy);
-    },
-    .jvp = [](const JvpArgs& a, const Tensor* dx) {
-      Tensor l = dx[0].defined() ? matmul(dx[0], a.input(1)) : Tensor();
-      Tensor r = dx[1].defined() ? matmul(a.input(0), dx[1]) : Tensor();
-      if (!l.defined()) return r;
-      return r.defined() ? l + r : l;
-    }};
+    .pullback =
+        [](const PullbackArgs& a, const Tensor& dy, Tensor* dx) {
+          // Adjoints: dA = dY B^H, dB = A^H dY (conj is the identity on real tensors).
+          if (a.wants(0) && a.wants(1) && fused_matmul_pullback(dy, a.input(0), a.input(1), dx))
+            return;
+          // An input that is the transpose of a dense matrix (Dense's x @ W^T reads W that way) gets
+          // its adjoint in the same layout, as the transpose of a dense product: W's gradient then
+          // comes out dense in W's own layout, where the optimiser reads it in place.
+          const Tensor &A = a.input(0), &B = a.input(1);
+          if (a.wants(0))
+            dx[0] = transposed_dense(A) ? transposed(matmul(conj(B), transposed(dy)))
+                                        : matmul(dy, conj(transposed(B)));
+          if (a.wants(1))
+            dx[1] = transposed_dense(B) ? transposed(matmul(transposed(dy), conj(A)))
+                                        : matmul(conj(transposed(A)), dy);
+        },
+    .jvp =
+        [](const JvpArgs& a, const Tensor* dx) {
+          Tensor l = dx[0].defined() ? matmul(dx[0], a.input(1)) : Tensor();
+          Tensor r = dx[1].defined() ? matmul(a.input(0), dx[1]) : Tensor();
+          if (!l.defined()) return r;
+          return r.defined() ? l + r : l;
+        }};
 
 Tensor matmul(const Tensor& a0, const Tensor& b0) {
   FX_CHECK(a0.defined() && b0.defined(), "fx::matmul: undefined tensor");
@@ -151,8 +154,7 @@ Tensor matmul(const Tensor& a0, const Tensor& b0) {
 }
 
 Tensor dot(const Tensor& a, const Tensor& b) {
-  FX_CHECK(a.defined() && b.defined() && a.ndim() == 1 && b.ndim() == 1 &&
-               a.shape() == b.shape(),
+  FX_CHECK(a.defined() && b.defined() && a.ndim() == 1 && b.ndim() == 1 && a.shape() == b.shape(),
            "fx::dot: needs two 1-d tensors of equal length, got ",
            a.defined() ? a.shape().to_string() : "undefined", " and ",
            b.defined() ? b.shape().to_string() : "undefined");

@@ -62,11 +62,12 @@ Tensor pinv(const Tensor& a, double rtol) {
   const int64_t m = a.shape()[a.ndim() - 2], n = a.shape()[a.ndim() - 1];
   if (rtol < 0) {
     const double eps = real_dtype(a.dtype()) == f64 ? std::numeric_limits<double>::epsilon()
-                                        : double(std::numeric_limits<float>::epsilon());
+                                                    : double(std::numeric_limits<float>::epsilon());
     rtol = double(std::max(m, n)) * eps;
   }
   auto [u, s, vh] = svd(a);
-  if (s.shape()[s.ndim() - 1] == 0) return zeros(detail::with_matrix(a.shape(), n, m), a.dtype(), a.device());
+  if (s.shape()[s.ndim() - 1] == 0)
+    return zeros(detail::with_matrix(a.shape(), n, m), a.dtype(), a.device());
   Tensor kept = s > max(s, {-1}, true) * rtol;
   Tensor sinv = where(kept, reciprocal(where(kept, s, 1.0)), 0.0);
   return matmul(mH(vh) * unsqueeze(sinv, -2), mH(u));
@@ -79,8 +80,7 @@ Tensor matrix_exp(const Tensor& a) {
   // Scale so that the largest 1-norm (column sum) is at most 1/2: the Taylor remainder of
   // degree 18 is then below 0.5^19 / 19! ~ 1e-23, relative to a norm-1 result.
   const double norm = max(sum(abs(stop_gradient(a)), {-2})).item();
-  const int squarings =
-      norm > 0.5 ? int(std::ceil(std::log2(norm / 0.5))) : 0;
+  const int squarings = norm > 0.5 ? int(std::ceil(std::log2(norm / 0.5))) : 0;
   Tensor x = a * std::ldexp(1.0, -squarings);
   Tensor id = eye(n, a.dtype());
   // Horner: I + x (I + x/2 (I + x/3 (... (I + x/18)))).

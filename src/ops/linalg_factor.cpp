@@ -18,13 +18,13 @@ namespace fx::linalg {
 
 using detail::batch_count;
 using detail::flat;
-using detail::unpack;
 using detail::lapack_copy;
 using detail::mH;
 using detail::mT;
 using detail::sym;
 using detail::tril;
 using detail::triu;
+using detail::unpack;
 
 namespace {
 
@@ -70,8 +70,8 @@ Tensor phi(const Tensor& x) {
 
 // t^-1 x t^-H for triangular t, by two triangular solves.
 Tensor sandwich_inverse(const Tensor& t, const Tensor& x, bool upper) {
-  Tensor y = triangular_solve(t, x, upper);          // t^-1 x
-  return mH(triangular_solve(t, mH(y), upper));     // (t^-1 y^H)^H = y t^-H
+  Tensor y = triangular_solve(t, x, upper);      // t^-1 x
+  return mH(triangular_solve(t, mH(y), upper));  // (t^-1 y^H)^H = y t^-H
 }
 
 // dR R^-1 from X = Q^H dA R^-1 = Omega + dR R^-1, Omega = Q^H dQ skew-Hermitian and dR R^-1
@@ -98,56 +98,62 @@ struct QrShape {
 }  // namespace
 
 // l with l l^T = (a + a^T) / 2; saves l.
-Primitive cholesky_p{
-    .name = "linalg_cholesky",
-    .forward = [](const Primitive&, std::span<const Tensor> in, const Params&) {
-      Tensor l = lapack_copy(sym(detail::untracked(in[0])));
-      detail::visit_lapack(l.dtype(), [&]<class T>() { potrf_batch<T>(l, in[0].shape()); });
-      return l;
-    },
-    .saves = saves::output,
-    .pullback = [](const PullbackArgs& a, const Tensor& dy, Tensor* dx) {
-      // <dy, dL> with dL = L Phi(L^-1 dS L^-H), dS = sym(dA): dA = sym(L^-H Phi(L^H dy) L^-1).
-      const Tensor& l = a.output();
-      dx[0] = sym(sandwich_inverse(mH(l), phi(matmul(mH(l), dy)), true));
-    },
-    .jvp = [](const JvpArgs& a, const Tensor* dx) {
-      const Tensor& l = a.output();
-      return matmul(l, phi(sandwich_inverse(l, sym(dx[0]), false)));
-    }};
+Primitive cholesky_p{.name = "linalg_cholesky",
+                     .forward =
+                         [](const Primitive&, std::span<const Tensor> in, const Params&) {
+                           Tensor l = lapack_copy(sym(detail::untracked(in[0])));
+                           detail::visit_lapack(
+                               l.dtype(), [&]<class T>() { potrf_batch<T>(l, in[0].shape()); });
+                           return l;
+                         },
+                     .saves = saves::output,
+                     .pullback =
+                         [](const PullbackArgs& a, const Tensor& dy, Tensor* dx) {
+                           // <dy, dL> with dL = L Phi(L^-1 dS L^-H), dS = sym(dA): dA = sym(L^-H Phi(L^H dy) L^-1).
+                           const Tensor& l = a.output();
+                           dx[0] = sym(sandwich_inverse(mH(l), phi(matmul(mH(l), dy)), true));
+                         },
+                     .jvp =
+                         [](const JvpArgs& a, const Tensor* dx) {
+                           const Tensor& l = a.output();
+                           return matmul(l, phi(sandwich_inverse(l, sym(dx[0]), false)));
+                         }};
 
 // params.i[0], i[1]: the matrix shape (m, n). Output: Q then R, flat (see QrShape).
-Primitive qr_p{
-    .name = "linalg_qr",
-    .forward = [](const Primitive&, std::span<const Tensor> in, const Params& pr) {
-      QrShape qs(pr);
-      Shape s = detail::leading(in[0].shape(), 2);
-      s.push_back(qs.m * qs.k() + qs.k() * qs.n);
-      Tensor a = lapack_copy(in[0]), out = Tensor::empty(s, in[0].dtype());
-      detail::visit_lapack(a.dtype(), [&]<class T>() { qr_batch<T>(a, out); });
-      return out;
-    },
-    .saves = saves::output,
-    .pullback = [](const PullbackArgs& a, const Tensor& dy, Tensor* dx) {
-      // Adjoint of the pushforward below: with M = dR R^H - Q^H dQ,
-      // dA = (dQ + Q qr_upper_adjoint(M)) R^-H.
-      QrShape qs(a.params());
-      qs.check_differentiable("derivative");
-      Tensor q = qs.q(a.output()), r = qs.r(a.output()), gq = qs.q(dy), gr = qs.r(dy);
-      Tensor m = matmul(gr, mH(r)) - matmul(mH(q), gq);
-      Tensor gy = gq + matmul(q, qr_upper_adjoint(m));
-      dx[0] = mH(triangular_solve(r, mH(gy), true));
-    },
-    .jvp = [](const JvpArgs& a, const Tensor* dx) {
-      // Y = dA R^-1 and X = Q^H Y = Omega + dR R^-1 (see qr_upper), dQ = Y - Q (dR R^-1).
-      QrShape qs(a.params());
-      qs.check_differentiable("pushforward");
-      Tensor q = qs.q(a.output()), r = qs.r(a.output());
-      Tensor y = mT(triangular_solve(mT(r), mT(dx[0]), false));
-      Tensor x = matmul(mH(q), y);
-      Tensor upper = qr_upper(x);
-      return concat({flat(y - matmul(q, upper)), flat(matmul(upper, r))}, -1);
-    }};
+Primitive qr_p{.name = "linalg_qr",
+               .forward =
+                   [](const Primitive&, std::span<const Tensor> in, const Params& pr) {
+                     QrShape qs(pr);
+                     Shape s = detail::leading(in[0].shape(), 2);
+                     s.push_back(qs.m * qs.k() + qs.k() * qs.n);
+                     Tensor a = lapack_copy(in[0]), out = Tensor::empty(s, in[0].dtype());
+                     detail::visit_lapack(a.dtype(), [&]<class T>() { qr_batch<T>(a, out); });
+                     return out;
+                   },
+               .saves = saves::output,
+               .pullback =
+                   [](const PullbackArgs& a, const Tensor& dy, Tensor* dx) {
+                     // Adjoint of the pushforward below: with M = dR R^H - Q^H dQ,
+                     // dA = (dQ + Q qr_upper_adjoint(M)) R^-H.
+                     QrShape qs(a.params());
+                     qs.check_differentiable("derivative");
+                     Tensor q = qs.q(a.output()), r = qs.r(a.output()), gq = qs.q(dy),
+                            gr = qs.r(dy);
+                     Tensor m = matmul(gr, mH(r)) - matmul(mH(q), gq);
+                     Tensor gy = gq + matmul(q, qr_upper_adjoint(m));
+                     dx[0] = mH(triangular_solve(r, mH(gy), true));
+                   },
+               .jvp =
+                   [](const JvpArgs& a, const Tensor* dx) {
+                     // Y = dA R^-1 and X = Q^H Y = Omega + dR R^-1 (see qr_upper), dQ = Y - Q (dR R^-1).
+                     QrShape qs(a.params());
+                     qs.check_differentiable("pushforward");
+                     Tensor q = qs.q(a.output()), r = qs.r(a.output());
+                     Tensor y = mT(triangular_solve(mT(r), mT(dx[0]), false));
+                     Tensor x = matmul(mH(q), y);
+                     Tensor upper = qr_upper(x);
+                     return concat({flat(y - matmul(q, upper)), flat(matmul(upper, r))}, -1);
+                   }};
 
 Tensor cholesky(const Tensor& a) {
   detail::check_matrix(a, "cholesky", true);

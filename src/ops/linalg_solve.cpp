@@ -37,8 +37,8 @@ void gesv_batch(Tensor& a, Tensor& x, const Shape& shape, const char* op) {
   T *pa = a.data<T>(), *px = x.data<T>();
   for (int64_t m = 0, count = batch_count(a); m < count; ++m) {
     const lapack::I info = lapack::gesv(n, k, pa + m * n * n, piv.data(), px + m * n * k);
-    FX_CHECK(info <= 0, "fx::linalg::", op, ": ", shape, ": matrix ", m,
-             " is singular (pivot ", info - 1, " of its LU factors is exactly zero)");
+    FX_CHECK(info <= 0, "fx::linalg::", op, ": ", shape, ": matrix ", m, " is singular (pivot ",
+             info - 1, " of its LU factors is exactly zero)");
     FX_CHECK(info == 0, "fx::linalg::", op, ": LAPACK gesv rejected argument ", -info);
   }
 }
@@ -101,64 +101,71 @@ std::tuple<Tensor, Tensor> lu_slogdet(const Tensor& x) {
 // x = a^-1 b for a (..., n, n), b (..., n, k) of one batch shape.
 Primitive solve_p{
     .name = "linalg_solve",
-    .forward = [](const Primitive&, std::span<const Tensor> in, const Params& pr) {
-      Tensor a = lapack_copy(in[0]), x = lapack_copy(in[1]);
-      detail::visit_lapack(a.dtype(), [&]<class T>() {
-        gesv_batch<T>(a, x, in[0].shape(), solve_name(pr));
-      });
-      return x;
-    },
+    .forward =
+        [](const Primitive&, std::span<const Tensor> in, const Params& pr) {
+          Tensor a = lapack_copy(in[0]), x = lapack_copy(in[1]);
+          detail::visit_lapack(
+              a.dtype(), [&]<class T>() { gesv_batch<T>(a, x, in[0].shape(), solve_name(pr)); });
+          return x;
+        },
     .saves = saves::input(0) | saves::output,
-    .pullback = [](const PullbackArgs& a, const Tensor& dy, Tensor* dx) {
-      Tensor g = bind(solve_p, {mH(a.input(0)), dy});  // A^-H dX
-      if (a.wants(0)) dx[0] = -matmul(g, mH(a.output()));
-      if (a.wants(1)) dx[1] = g;
-    },
-    .jvp = [](const JvpArgs& a, const Tensor* dx) {
-      Tensor rhs = add_defined(dx[1], dx[0].defined() ? -matmul(dx[0], a.output()) : Tensor());
-      return rhs.defined() ? bind(solve_p, {a.input(0), rhs}) : Tensor();
-    }};
+    .pullback =
+        [](const PullbackArgs& a, const Tensor& dy, Tensor* dx) {
+          Tensor g = bind(solve_p, {mH(a.input(0)), dy});  // A^-H dX
+          if (a.wants(0)) dx[0] = -matmul(g, mH(a.output()));
+          if (a.wants(1)) dx[1] = g;
+        },
+    .jvp =
+        [](const JvpArgs& a, const Tensor* dx) {
+          Tensor rhs = add_defined(dx[1], dx[0].defined() ? -matmul(dx[0], a.output()) : Tensor());
+          return rhs.defined() ? bind(solve_p, {a.input(0), rhs}) : Tensor();
+        }};
 
 // params.i[0]: upper (else lower). The other triangle of a is never read, so the derivatives
 // with respect to a are masked to the triangle.
 Primitive triangular_solve_p{
     .name = "linalg_triangular_solve",
-    .forward = [](const Primitive&, std::span<const Tensor> in, const Params& pr) {
-      Tensor a = lapack_copy(in[0]), x = lapack_copy(in[1]);
-      detail::visit_lapack(a.dtype(),
-                           [&]<class T>() { trtrs_batch<T>(a, x, pr.i[0], in[0].shape()); });
-      return x;
-    },
+    .forward =
+        [](const Primitive&, std::span<const Tensor> in, const Params& pr) {
+          Tensor a = lapack_copy(in[0]), x = lapack_copy(in[1]);
+          detail::visit_lapack(a.dtype(),
+                               [&]<class T>() { trtrs_batch<T>(a, x, pr.i[0], in[0].shape()); });
+          return x;
+        },
     .saves = saves::input(0) | saves::output,
-    .pullback = [](const PullbackArgs& a, const Tensor& dy, Tensor* dx) {
-      const bool upper = a.params().i[0];
-      Params flipped = a.params();
-      flipped.i[0] = !upper;
-      Tensor g = bind(triangular_solve_p, {mH(a.input(0)), dy}, flipped);
-      if (a.wants(0)) {
-        Tensor ga = -matmul(g, mH(a.output()));
-        dx[0] = upper ? detail::triu(ga) : detail::tril(ga);
-      }
-      if (a.wants(1)) dx[1] = g;
-    },
-    .jvp = [](const JvpArgs& a, const Tensor* dx) {
-      const bool upper = a.params().i[0];
-      Tensor da = !dx[0].defined() ? Tensor() : upper ? detail::triu(dx[0]) : detail::tril(dx[0]);
-      Tensor rhs = add_defined(dx[1], da.defined() ? -matmul(da, a.output()) : Tensor());
-      return rhs.defined() ? bind(triangular_solve_p, {a.input(0), rhs}, a.params()) : Tensor();
-    }};
+    .pullback =
+        [](const PullbackArgs& a, const Tensor& dy, Tensor* dx) {
+          const bool upper = a.params().i[0];
+          Params flipped = a.params();
+          flipped.i[0] = !upper;
+          Tensor g = bind(triangular_solve_p, {mH(a.input(0)), dy}, flipped);
+          if (a.wants(0)) {
+            Tensor ga = -matmul(g, mH(a.output()));
+            dx[0] = upper ? detail::triu(ga) : detail::tril(ga);
+          }
+          if (a.wants(1)) dx[1] = g;
+        },
+    .jvp =
+        [](const JvpArgs& a, const Tensor* dx) {
+          const bool upper = a.params().i[0];
+          Tensor da = !dx[0].defined() ? Tensor()
+                      : upper          ? detail::triu(dx[0])
+                                       : detail::tril(dx[0]);
+          Tensor rhs = add_defined(dx[1], da.defined() ? -matmul(da, a.output()) : Tensor());
+          return rhs.defined() ? bind(triangular_solve_p, {a.input(0), rhs}, a.params()) : Tensor();
+        }};
 
 // log|det a| for real a (..., n, n) -> (...).
 Primitive logabsdet_p{
     .name = "linalg_logabsdet",
-    .forward = [](const Primitive&, std::span<const Tensor> in, const Params&) {
-      return std::get<1>(lu_slogdet(in[0]));
-    },
+    .forward = [](const Primitive&, std::span<const Tensor> in,
+                  const Params&) { return std::get<1>(lu_slogdet(in[0])); },
     .saves = saves::input(0),
-    .pullback = [](const PullbackArgs& a, const Tensor& dy, Tensor* dx) {
-      // d log|det A| = tr(A^-1 dA), so the cotangent is dy A^-T.
-      dx[0] = unsqueeze(unsqueeze(dy, -1), -1) * mT(inv(a.input(0)));
-    },
+    .pullback =
+        [](const PullbackArgs& a, const Tensor& dy, Tensor* dx) {
+          // d log|det A| = tr(A^-1 dA), so the cotangent is dy A^-T.
+          dx[0] = unsqueeze(unsqueeze(dy, -1), -1) * mT(inv(a.input(0)));
+        },
     .jvp = [](const JvpArgs& a, const Tensor* dx) { return trace(solve(a.input(0), dx[0])); }};
 
 // log det a = log|det a| + i arg(det a) for complex a (..., n, n) -> (...), arg in (-pi, pi];
@@ -166,18 +173,18 @@ Primitive logabsdet_p{
 // cotangent is dy conj(A^-T) = dy A^-H.
 Primitive complex_logdet_p{
     .name = "linalg_complex_logdet",
-    .forward = [](const Primitive&, std::span<const Tensor> in, const Params&) {
-      auto [sign, logabs] = lu_slogdet(in[0]);
-      std::vector<std::complex<double>> s = to_vector<std::complex<double>>(sign);
-      std::vector<double> l = to_vector<double>(logabs);
-      std::vector<std::complex<double>> out(s.size());
-      for (size_t i = 0; i < s.size(); ++i) out[i] = {l[i], s[i] == 0.0 ? 0.0 : std::arg(s[i])};
-      return astype(from_vector(out, sign.shape()), sign.dtype());
-    },
+    .forward =
+        [](const Primitive&, std::span<const Tensor> in, const Params&) {
+          auto [sign, logabs] = lu_slogdet(in[0]);
+          std::vector<std::complex<double>> s = to_vector<std::complex<double>>(sign);
+          std::vector<double> l = to_vector<double>(logabs);
+          std::vector<std::complex<double>> out(s.size());
+          for (size_t i = 0; i < s.size(); ++i) out[i] = {l[i], s[i] == 0.0 ? 0.0 : std::arg(s[i])};
+          return astype(from_vector(out, sign.shape()), sign.dtype());
+        },
     .saves = saves::input(0),
-    .pullback = [](const PullbackArgs& a, const Tensor& dy, Tensor* dx) {
-      dx[0] = unsqueeze(unsqueeze(dy, -1), -1) * mH(inv(a.input(0)));
-    },
+    .pullback = [](const PullbackArgs& a, const Tensor& dy,
+                   Tensor* dx) { dx[0] = unsqueeze(unsqueeze(dy, -1), -1) * mH(inv(a.input(0))); },
     .jvp = [](const JvpArgs& a, const Tensor* dx) { return trace(solve(a.input(0), dx[0])); }};
 
 Tensor solve(const Tensor& a0, const Tensor& b0) {
@@ -214,8 +221,8 @@ std::tuple<Tensor, Tensor> slogdet(const Tensor& a) {
     // Both parts differentiate through log det: sign = exp(i arg det), logabs = Re log det.
     Tensor ld = bind(complex_logdet_p, {a});
     Tensor phase = imag(ld);
-    Tensor sign = where(real(ld) == -std::numeric_limits<double>::infinity(),
-                        zeros_like(ld), exp(complex(zeros_like(phase), phase)));
+    Tensor sign = where(real(ld) == -std::numeric_limits<double>::infinity(), zeros_like(ld),
+                        exp(complex(zeros_like(phase), phase)));
     return {sign, real(ld)};
   }
   return {std::get<0>(lu_slogdet(a)), bind(logabsdet_p, {a})};

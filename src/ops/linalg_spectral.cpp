@@ -101,91 +101,99 @@ Tensor scale_rows(const Tensor& x, const Tensor& s) { return unsqueeze(s, -1) * 
 // Eigenvalues (ascending) and eigenvectors of (a + a^T) / 2; saves the output.
 Primitive eigh_p{
     .name = "linalg_eigh",
-    .forward = [](const Primitive&, std::span<const Tensor> in, const Params&) {
-      const int64_t n = in[0].shape()[in[0].ndim() - 1];
-      Shape s = detail::leading(in[0].shape(), 2);
-      s.push_back(n + n * n);
-      Tensor a = lapack_copy(sym(detail::untracked(in[0]))), out = Tensor::empty(s, a.dtype());
-      detail::visit_lapack(a.dtype(), [&]<class T>() { syevd_batch<T>(a, out, in[0].shape()); });
-      return out;
-    },
+    .forward =
+        [](const Primitive&, std::span<const Tensor> in, const Params&) {
+          const int64_t n = in[0].shape()[in[0].ndim() - 1];
+          Shape s = detail::leading(in[0].shape(), 2);
+          s.push_back(n + n * n);
+          Tensor a = lapack_copy(sym(detail::untracked(in[0]))), out = Tensor::empty(s, a.dtype());
+          detail::visit_lapack(a.dtype(),
+                               [&]<class T>() { syevd_batch<T>(a, out, in[0].shape()); });
+          return out;
+        },
     .saves = saves::output,
-    .pullback = [](const PullbackArgs& a, const Tensor& dy, Tensor* dx) {
-      // dA = sym(V (diag(dw) + F o (V^H dV)) V^H), F_ij = 1 / (w_j - w_i). F's zero diagonal
-      // drops the (imaginary) diagonal of V^H dV, the phase part.
-      const int64_t n = a.params().i[0];
-      Tensor w = eig_values(a.output(), n), v = eig_vectors(a.output(), n);
-      Tensor inner = diag_embed(eig_values(dy, n)) +
-                     inverse_gaps(w) * matmul(mH(v), eig_vectors(dy, n));
-      dx[0] = sym(matmul(matmul(v, inner), mH(v)));
-    },
-    .jvp = [](const JvpArgs& a, const Tensor* dx) {
-      // K = V^H dA V: dw = diag(K) (real), dV = V (F o K).
-      const int64_t n = a.params().i[0];
-      Tensor w = eig_values(a.output(), n), v = eig_vectors(a.output(), n);
-      Tensor k = matmul(matmul(mH(v), sym(dx[0])), v);
-      return concat({diagonal(real_part(k)), flat(matmul(v, inverse_gaps(w) * k))}, -1);
-    }};
+    .pullback =
+        [](const PullbackArgs& a, const Tensor& dy, Tensor* dx) {
+          // dA = sym(V (diag(dw) + F o (V^H dV)) V^H), F_ij = 1 / (w_j - w_i). F's zero diagonal
+          // drops the (imaginary) diagonal of V^H dV, the phase part.
+          const int64_t n = a.params().i[0];
+          Tensor w = eig_values(a.output(), n), v = eig_vectors(a.output(), n);
+          Tensor inner =
+              diag_embed(eig_values(dy, n)) + inverse_gaps(w) * matmul(mH(v), eig_vectors(dy, n));
+          dx[0] = sym(matmul(matmul(v, inner), mH(v)));
+        },
+    .jvp =
+        [](const JvpArgs& a, const Tensor* dx) {
+          // K = V^H dA V: dw = diag(K) (real), dV = V (F o K).
+          const int64_t n = a.params().i[0];
+          Tensor w = eig_values(a.output(), n), v = eig_vectors(a.output(), n);
+          Tensor k = matmul(matmul(mH(v), sym(dx[0])), v);
+          return concat({diagonal(real_part(k)), flat(matmul(v, inverse_gaps(w) * k))}, -1);
+        }};
 
 // Reduced SVD; saves the output.
 Primitive svd_p{
     .name = "linalg_svd",
-    .forward = [](const Primitive&, std::span<const Tensor> in, const Params& pr) {
-      SvdShape ss(pr);
-      Shape s = detail::leading(in[0].shape(), 2);
-      s.push_back(ss.m * ss.k() + ss.k() + ss.n * ss.k());
-      Tensor a = lapack_copy(in[0]), out = Tensor::empty(s, a.dtype());
-      if (ss.k() > 0)
-        detail::visit_lapack(a.dtype(), [&]<class T>() { gesdd_batch<T>(a, out, in[0].shape()); });
-      return out;
-    },
+    .forward =
+        [](const Primitive&, std::span<const Tensor> in, const Params& pr) {
+          SvdShape ss(pr);
+          Shape s = detail::leading(in[0].shape(), 2);
+          s.push_back(ss.m * ss.k() + ss.k() + ss.n * ss.k());
+          Tensor a = lapack_copy(in[0]), out = Tensor::empty(s, a.dtype());
+          if (ss.k() > 0)
+            detail::visit_lapack(a.dtype(),
+                                 [&]<class T>() { gesdd_batch<T>(a, out, in[0].shape()); });
+          return out;
+        },
     .saves = saves::output,
-    .pullback = [](const PullbackArgs& a, const Tensor& dy, Tensor* dx) {
-      // The adjoint of the pushforward below. With Mu = F o (U^H dU), Mv = F o (V^H dV):
-      // dA = U (diag(ds) + (Mu + Mu^H) S + S (Mv + Mv^H) + i Im diag(U^H dU) S^-1) V^H
-      //      + (I - U U^H) dU S^-1 V^H  (m > k)  +  U S^-1 dV^H (I - V V^H)  (n > k).
-      // The imaginary-diagonal term (complex only) is the adjoint of the phase the pushforward
-      // gives U; for a phase-invariant loss Im diag(U^H dU) = -Im diag(V^H dV), as torch checks.
-      SvdShape ss(a.params());
-      const Tensor& out = a.output();
-      Tensor u = ss.u(out), s = ss.s(out), v = ss.v(out), gu = ss.u(dy), gv = ss.v(dy);
-      Tensor f = inverse_gaps(s * s);
-      Tensor utgu = matmul(mH(u), gu), vtgv = matmul(mH(v), gv);
-      Tensor mu = f * utgu, mv = f * vtgv;
-      Tensor sinv = detail::safe_reciprocal(s);
-      Tensor inner = diag_embed(ss.s(dy)) + scale_columns(mu + mH(mu), s) +
-                     scale_rows(mv + mH(mv), s);
-      if (is_complex(u.dtype())) {
-        Tensor im = imag(diagonal(utgu)) * sinv;
-        inner = inner + diag_embed(complex(zeros_like(im), im));
-      }
-      Tensor ga = matmul(matmul(u, inner), mH(v));
-      if (ss.m > ss.k()) ga = ga + matmul(scale_columns(gu - matmul(u, utgu), sinv), mH(v));
-      if (ss.n > ss.k()) ga = ga + matmul(scale_columns(u, sinv), mH(gv - matmul(v, vtgv)));
-      dx[0] = ga;
-    },
-    .jvp = [](const JvpArgs& a, const Tensor* dx) {
-      // dP = U^H dA V: ds = Re diag(dP), U^H dU = F o (dP S + S dP^H) + i Im diag(dP) S^-1
-      // (the phase change, on U alone), V^H dV = F o (S dP + dP^H S), and the parts outside
-      // the spans: (I - U U^H) dA V S^-1, (I - V V^H) dA^H U S^-1.
-      SvdShape ss(a.params());
-      const Tensor& out = a.output();
-      Tensor u = ss.u(out), s = ss.s(out), v = ss.v(out);
-      Tensor f = inverse_gaps(s * s);
-      Tensor dav = matmul(dx[0], v), datu = matmul(mH(dx[0]), u);
-      Tensor dp = matmul(mH(u), dav);
-      Tensor sinv = detail::safe_reciprocal(s);
-      Tensor omega_u = f * (scale_columns(dp, s) + scale_rows(mH(dp), s));
-      if (is_complex(u.dtype())) {
-        Tensor im = imag(diagonal(dp)) * sinv;
-        omega_u = omega_u + diag_embed(complex(zeros_like(im), im));
-      }
-      Tensor du = matmul(u, omega_u);
-      Tensor dv = matmul(v, f * (scale_rows(dp, s) + scale_columns(mH(dp), s)));
-      if (ss.m > ss.k()) du = du + scale_columns(dav - matmul(u, dp), sinv);
-      if (ss.n > ss.k()) dv = dv + scale_columns(datu - matmul(v, mH(dp)), sinv);
-      return concat({flat(du), diagonal(real_part(dp)), flat(dv)}, -1);
-    }};
+    .pullback =
+        [](const PullbackArgs& a, const Tensor& dy, Tensor* dx) {
+          // The adjoint of the pushforward below. With Mu = F o (U^H dU), Mv = F o (V^H dV):
+          // dA = U (diag(ds) + (Mu + Mu^H) S + S (Mv + Mv^H) + i Im diag(U^H dU) S^-1) V^H
+          //      + (I - U U^H) dU S^-1 V^H  (m > k)  +  U S^-1 dV^H (I - V V^H)  (n > k).
+          // The imaginary-diagonal term (complex only) is the adjoint of the phase the pushforward
+          // gives U; for a phase-invariant loss Im diag(U^H dU) = -Im diag(V^H dV), as torch checks.
+          SvdShape ss(a.params());
+          const Tensor& out = a.output();
+          Tensor u = ss.u(out), s = ss.s(out), v = ss.v(out), gu = ss.u(dy), gv = ss.v(dy);
+          Tensor f = inverse_gaps(s * s);
+          Tensor utgu = matmul(mH(u), gu), vtgv = matmul(mH(v), gv);
+          Tensor mu = f * utgu, mv = f * vtgv;
+          Tensor sinv = detail::safe_reciprocal(s);
+          Tensor inner =
+              diag_embed(ss.s(dy)) + scale_columns(mu + mH(mu), s) + scale_rows(mv + mH(mv), s);
+          if (is_complex(u.dtype())) {
+            Tensor im = imag(diagonal(utgu)) * sinv;
+            inner = inner + diag_embed(complex(zeros_like(im), im));
+          }
+          Tensor ga = matmul(matmul(u, inner), mH(v));
+          if (ss.m > ss.k()) ga = ga + matmul(scale_columns(gu - matmul(u, utgu), sinv), mH(v));
+          if (ss.n > ss.k()) ga = ga + matmul(scale_columns(u, sinv), mH(gv - matmul(v, vtgv)));
+          dx[0] = ga;
+        },
+    .jvp =
+        [](const JvpArgs& a, const Tensor* dx) {
+          // dP = U^H dA V: ds = Re diag(dP), U^H dU = F o (dP S + S dP^H) + i Im diag(dP) S^-1
+          // (the phase change, on U alone), V^H dV = F o (S dP + dP^H S), and the parts outside
+          // the spans: (I - U U^H) dA V S^-1, (I - V V^H) dA^H U S^-1.
+          SvdShape ss(a.params());
+          const Tensor& out = a.output();
+          Tensor u = ss.u(out), s = ss.s(out), v = ss.v(out);
+          Tensor f = inverse_gaps(s * s);
+          Tensor dav = matmul(dx[0], v), datu = matmul(mH(dx[0]), u);
+          Tensor dp = matmul(mH(u), dav);
+          Tensor sinv = detail::safe_reciprocal(s);
+          Tensor omega_u = f * (scale_columns(dp, s) + scale_rows(mH(dp), s));
+          if (is_complex(u.dtype())) {
+            Tensor im = imag(diagonal(dp)) * sinv;
+            omega_u = omega_u + diag_embed(complex(zeros_like(im), im));
+          }
+          Tensor du = matmul(u, omega_u);
+          Tensor dv = matmul(v, f * (scale_rows(dp, s) + scale_columns(mH(dp), s)));
+          if (ss.m > ss.k()) du = du + scale_columns(dav - matmul(u, dp), sinv);
+          if (ss.n > ss.k()) dv = dv + scale_columns(datu - matmul(v, mH(dp)), sinv);
+          return concat({flat(du), diagonal(real_part(dp)), flat(dv)}, -1);
+        }};
 
 std::tuple<Tensor, Tensor> eigh(const Tensor& a) {
   detail::check_matrix(a, "eigh", true);

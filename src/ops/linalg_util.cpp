@@ -29,12 +29,11 @@ void broadcast_batch(Tensor& a, Tensor& b, const char* op, bool& vector) {
   const Shape a0 = a.shape(), b0 = b.shape();
   // torch's rule: b is a (batch of) vector(s) when it has one axis, or the shape of a less
   // its last axis.
-  vector = b.ndim() == 1 ||
-           (b.ndim() == a.ndim() - 1 && b.shape() == leading(a.shape(), 1));
+  vector = b.ndim() == 1 || (b.ndim() == a.ndim() - 1 && b.shape() == leading(a.shape(), 1));
   if (vector) b = unsqueeze(b, -1);
   const int64_t n = a.shape()[a.ndim() - 2];
-  FX_CHECK(b.ndim() >= 2 && b.shape()[b.ndim() - 2] == n, "fx::linalg::", op, ": ", a0, " and ",
-           b0, ": right-hand side needs ", n, " rows");
+  FX_CHECK(b.ndim() >= 2 && b.shape()[b.ndim() - 2] == n, "fx::linalg::", op, ": ", a0, " and ", b0,
+           ": right-hand side needs ", n, " rows");
   Shape ba(std::span<const int64_t>(a.shape().data(), a.ndim() - 2));
   Shape bb(std::span<const int64_t>(b.shape().data(), b.ndim() - 2));
   if (ba == bb) return;
@@ -84,13 +83,9 @@ Tensor mT(const Tensor& x) { return transpose(x, -2, -1); }
 Tensor mH(const Tensor& x) { return conj(mT(x)); }
 Tensor sym(const Tensor& x) { return 0.5 * (x + mH(x)); }
 
-Tensor real_part(const Tensor& x) {
-  return is_complex(x.dtype()) ? astype(real(x), x.dtype()) : x;
-}
+Tensor real_part(const Tensor& x) { return is_complex(x.dtype()) ? astype(real(x), x.dtype()) : x; }
 
-Tensor real_diag(const Tensor& x) {
-  return real_part(x) * eye(x.shape()[x.ndim() - 1], x.dtype());
-}
+Tensor real_diag(const Tensor& x) { return real_part(x) * eye(x.shape()[x.ndim() - 1], x.dtype()); }
 
 namespace {
 // 1 where (lower ? j - i <= k : j - i >= k), for the last two axes of x.

@@ -50,11 +50,11 @@ Shape with_matrix(const Shape& s, int64_t r, int64_t c);
 Tensor unpack(const Tensor& packed, int64_t start, int64_t rows, int64_t cols);
 Tensor flat(const Tensor& x);
 
-Tensor mT(const Tensor& x);                   // transpose of the last two axes
+Tensor mT(const Tensor& x);  // transpose of the last two axes
 // The conjugate transpose x^H: the adjoint, which the real rules' transposes become on complex
 // matrices (x^T for real x).
 Tensor mH(const Tensor& x);
-Tensor sym(const Tensor& x);                  // (x + x^H) / 2: the symmetric (Hermitian) part
+Tensor sym(const Tensor& x);  // (x + x^H) / 2: the symmetric (Hermitian) part
 // The diagonal of x with its imaginary part dropped, as a matrix of x's dtype.
 Tensor real_diag(const Tensor& x);
 // The real part of x in x's own dtype (x itself when real): for the real results (eigenvalues,

@@ -83,34 +83,36 @@ Primitive linear_backward_p{
     }};
 
 // Inputs (x (m, k), w (n, k)[, b (n,)]); params.i[0]: the Epilogue, i[1]: whether b is there.
-Primitive linear_p{
-    .name = "linear",
-    .forward = [](const Primitive& p, std::span<const Tensor> in, const Params& pr) {
-      Tensor out = Tensor::empty({in[0].shape()[0], in[1].shape()[0]}, in[0].dtype(),
-                                 output_device(in));
-      dispatch({p, in, out, pr});
-      return out;
-    },
-    .saves = saves::input(0) | saves::input(1) | saves::output,
-    .pullback = [](const PullbackArgs& a, const Tensor& dy, Tensor* dx) {
-      if (fused_linear_pullback(a, dy, dx)) return;
-      const Tensor &x = a.input(0), &w = a.input(1);
-      // dW = dz^T x comes out in w's own (out, in) layout, as Dense's optimiser reads it.
-      const Tensor dz = times_derivative(Epilogue(a.params().i[0]), dy, a.output());
-      if (a.wants(0)) dx[0] = matmul(dz, w);
-      if (a.wants(1)) dx[1] = matmul(transpose(dz), x);
-      if (a.params().i[1] && a.wants(2)) dx[2] = sum(dz, 0);
-    },
-    .jvp = [](const JvpArgs& a, const Tensor* dx) -> Tensor {
-      const Tensor &x = a.input(0), &w = a.input(1), &y = a.output();
-      Tensor dz;
-      auto add = [&](const Tensor& t) { dz = dz.defined() ? dz + t : t; };
-      if (dx[0].defined()) add(matmul(dx[0], transpose(w)));
-      if (dx[1].defined()) add(matmul(x, transpose(dx[1])));
-      if (a.params().i[1] && dx[2].defined()) add(expand(dx[2], y.shape()));
-      if (!dz.defined()) return dz;
-      return times_derivative(Epilogue(a.params().i[0]), dz, y);
-    }};
+Primitive linear_p{.name = "linear",
+                   .forward =
+                       [](const Primitive& p, std::span<const Tensor> in, const Params& pr) {
+                         Tensor out = Tensor::empty({in[0].shape()[0], in[1].shape()[0]},
+                                                    in[0].dtype(), output_device(in));
+                         dispatch({p, in, out, pr});
+                         return out;
+                       },
+                   .saves = saves::input(0) | saves::input(1) | saves::output,
+                   .pullback =
+                       [](const PullbackArgs& a, const Tensor& dy, Tensor* dx) {
+                         if (fused_linear_pullback(a, dy, dx)) return;
+                         const Tensor &x = a.input(0), &w = a.input(1);
+                         // dW = dz^T x comes out in w's own (out, in) layout, as Dense's optimiser reads it.
+                         const Tensor dz =
+                             times_derivative(Epilogue(a.params().i[0]), dy, a.output());
+                         if (a.wants(0)) dx[0] = matmul(dz, w);
+                         if (a.wants(1)) dx[1] = matmul(transpose(dz), x);
+                         if (a.params().i[1] && a.wants(2)) dx[2] = sum(dz, 0);
+                       },
+                   .jvp = [](const JvpArgs& a, const Tensor* dx) -> Tensor {
+                     const Tensor &x = a.input(0), &w = a.input(1), &y = a.output();
+                     Tensor dz;
+                     auto add = [&](const Tensor& t) { dz = dz.defined() ? dz + t : t; };
+                     if (dx[0].defined()) add(matmul(dx[0], transpose(w)));
+                     if (dx[1].defined()) add(matmul(x, transpose(dx[1])));
+                     if (a.params().i[1] && dx[2].defined()) add(expand(dx[2], y.shape()));
+                     if (!dz.defined()) return dz;
+                     return times_derivative(Epilogue(a.params().i[0]), dz, y);
+                   }};
 
 Tensor linear(const Tensor& x0, const Tensor& w0, const Tensor& b0, Epilogue act) {
   FX_CHECK(x0.defined() && w0.defined(), "fx::linear: undefined ",
@@ -123,8 +125,7 @@ Tensor linear(const Tensor& x0, const Tensor& w0, const Tensor& b0, Epilogue act
            b0.defined() ? b0.shape().to_string() : "", " does not match weight ", w0.shape(),
            " (expected (", out, ",))");
   const int64_t code = int64_t(act);
-  FX_CHECK(code >= 0 && code <= int64_t(Epilogue::sigmoid), "fx::linear: unknown epilogue ",
-           code);
+  FX_CHECK(code >= 0 && code <= int64_t(Epilogue::sigmoid), "fx::linear: unknown epilogue ", code);
   DType t = promote(x0.dtype(), w0.dtype());
   if (b0.defined()) t = promote(t, b0.dtype());
   if (t != f32 && t != f64) {  // the composed ops define (or reject) the rest

@@ -104,12 +104,12 @@ Tensor bind_reduction(Primitive& prim, const Tensor& x, uint64_t mask, bool keep
 
 Tensor reduce(Primitive& prim, const Tensor& x, const Axes& axes, bool keepdim) {
   FX_CHECK(x.defined(), "fx::", prim.name, ": undefined tensor");
-  FX_CHECK(x.dtype() != boolean || &prim == &sum_p, "fx::", prim.name,
-           ": not defined for bool ", x.shape());
+  FX_CHECK(x.dtype() != boolean || &prim == &sum_p, "fx::", prim.name, ": not defined for bool ",
+           x.shape());
   const uint64_t mask = checked_mask(axes, x, prim.name);
   FX_CHECK(&prim == &sum_p || !is_complex(x.dtype()), "fx::", prim.name,
-           ": not defined for complex tensors (they are not ordered), got ",
-           dtype_name(x.dtype()), " ", x.shape());
+           ": not defined for complex tensors (they are not ordered), got ", dtype_name(x.dtype()),
+           " ", x.shape());
   if (&prim != &sum_p && &prim != &sum_squares_p && x.numel() == 0)
     detail::fail("fx::", prim.name, ": reduction of an empty tensor ", x.shape());
   return bind_reduction(prim, x, mask, keepdim);
@@ -117,15 +117,21 @@ Tensor reduce(Primitive& prim, const Tensor& x, const Axes& axes, bool keepdim) 
 
 }  // namespace
 
-Primitive sum_p{.name = "sum", .forward = reduce_forward,
-                .pullback = [](const PullbackArgs& a, const Tensor& dy, Tensor* dx) {
-                  dx[0] = unreduce(dy, a.params());
-                },
+Primitive sum_p{.name = "sum",
+                .forward = reduce_forward,
+                .pullback = [](const PullbackArgs& a, const Tensor& dy,
+                               Tensor* dx) { dx[0] = unreduce(dy, a.params()); },
                 .jvp = linear_jvp};
-Primitive max_p{.name = "max", .forward = reduce_forward, .saves = saves::input(0) | saves::output,
-                .pullback = extremum_pullback, .jvp = extremum_jvp};
-Primitive min_p{.name = "min", .forward = reduce_forward, .saves = saves::input(0) | saves::output,
-                .pullback = extremum_pullback, .jvp = extremum_jvp};
+Primitive max_p{.name = "max",
+                .forward = reduce_forward,
+                .saves = saves::input(0) | saves::output,
+                .pullback = extremum_pullback,
+                .jvp = extremum_jvp};
+Primitive min_p{.name = "min",
+                .forward = reduce_forward,
+                .saves = saves::input(0) | saves::output,
+                .pullback = extremum_pullback,
+                .jvp = extremum_jvp};
 // dy exp(x - y) for logsumexp's pullback, with dy and y already expanded to x's shape: one
 // fused kernel (no x - y and exp(x - y) temporaries) when nothing records the backward pass and
 // the device has it, else the composed, differentiable form (see ops/fused.hpp).
@@ -141,31 +147,37 @@ Tensor logsumexp_grad(const Tensor& dy, const Tensor& x, const Tensor& y) {
 // composite ran six ops and their temporaries, and a pullback dy exp(x - y) of three ops where
 // the composite's backward went back through add, log, sum, exp and sub.
 Primitive logsumexp_p{
-    .name = "logsumexp", .forward = reduce_forward, .saves = saves::input(0) | saves::output,
-    .pullback = [](const PullbackArgs& a, const Tensor& dy, Tensor* dx) {
-      const Params& p = a.params();
-      dx[0] = logsumexp_grad(unreduce(dy, p), a.input(0), unreduce(a.output(), p));
-    },
-    .jvp = [](const JvpArgs& a, const Tensor* dx) {
-      const Params& p = a.params();
-      return bind(sum_p, {dx[0] * exp(a.input(0) - unreduce(a.output(), p))}, p);
-    }};
+    .name = "logsumexp",
+    .forward = reduce_forward,
+    .saves = saves::input(0) | saves::output,
+    .pullback =
+        [](const PullbackArgs& a, const Tensor& dy, Tensor* dx) {
+          const Params& p = a.params();
+          dx[0] = logsumexp_grad(unreduce(dy, p), a.input(0), unreduce(a.output(), p));
+        },
+    .jvp =
+        [](const JvpArgs& a, const Tensor* dx) {
+          const Params& p = a.params();
+          return bind(sum_p, {dx[0] * exp(a.input(0) - unreduce(a.output(), p))}, p);
+        }};
 // sum(x^2) as one reduction: the composite's squared temporary (a write and a read as large as
 // x, the GMM's (K, N, D)) is never made. The pullback is square's, dy (brought back over the
 // reduced axes) * 2x: one fused pass when nothing records.
 Primitive sum_squares_p{
-    .name = "sum_squares", .forward = reduce_forward, .saves = saves::input(0),
-    .pullback = [](const PullbackArgs& a, const Tensor& dy, Tensor* dx) {
-      const Tensor& x = a.input(0);
-      Tensor d = unreduce(dy, a.params());
-      // d is expanded, so it cannot take the result; x can when the tape alone holds it (a
-      // (K, N, D) GMM temporary): no fresh buffer, and the write lands on lines just read.
-      if (!fused_pullback(square_backward_p, d, x, dx[0], a.reusable_input(0)))
-        dx[0] = d * (x * 2.0);
-    },
-    .jvp = [](const JvpArgs& a, const Tensor* dx) {
-      return bind(sum_p, {dx[0] * (a.input(0) * 2.0)}, a.params());
-    }};
+    .name = "sum_squares",
+    .forward = reduce_forward,
+    .saves = saves::input(0),
+    .pullback =
+        [](const PullbackArgs& a, const Tensor& dy, Tensor* dx) {
+          const Tensor& x = a.input(0);
+          Tensor d = unreduce(dy, a.params());
+          // d is expanded, so it cannot take the result; x can when the tape alone holds it (a
+          // (K, N, D) GMM temporary): no fresh buffer, and the write lands on lines just read.
+          if (!fused_pullback(square_backward_p, d, x, dx[0], a.reusable_input(0)))
+            dx[0] = d * (x * 2.0);
+        },
+    .jvp = [](const JvpArgs& a,
+              const Tensor* dx) { return bind(sum_p, {dx[0] * (a.input(0) * 2.0)}, a.params()); }};
 // any and all: bool outputs over the reduced axes, never differentiated.
 Primitive any_p{.name = "any", .forward = bool_reduce_forward};
 Primitive all_p{.name = "all", .forward = bool_reduce_forward};
@@ -223,8 +235,8 @@ static Tensor arg_reduce(Primitive& prim, const Tensor& x, int64_t axis, bool ke
   FX_CHECK(x.ndim() > 0 && x.numel() > 0, "fx::", prim.name, ": needs a non-empty tensor, got ",
            x.shape());
   FX_CHECK(!is_complex(x.dtype()), "fx::", prim.name,
-           ": not defined for complex tensors (they are not ordered), got ",
-           dtype_name(x.dtype()), " ", x.shape());
+           ": not defined for complex tensors (they are not ordered), got ", dtype_name(x.dtype()),
+           " ", x.shape());
   return bind_reduction(prim, x, checked_mask(Axes(axis), x, prim.name), keepdim);
 }
 Tensor argmax(const Tensor& x, int64_t axis, bool keepdim) {

@@ -75,17 +75,25 @@ Tensor concat_forward(const Primitive& prim, std::span<const Tensor> in, const P
 
 }  // namespace
 
-Primitive reshape_p{.name = "reshape", .forward = reshape_forward,
-                    .pullback = FX_PULLBACK { dx[0] = reshape(dy, list_shape(a.params())); },
+Primitive reshape_p{.name = "reshape",
+                    .forward = reshape_forward,
+                    .pullback = FX_PULLBACK{dx[0] = reshape(dy, list_shape(a.params()));
+}  // namespace fx
+,
     // Not linear_jvp: the forward assumes a contiguous input, which a tangent need not be.
-    .jvp = [](const JvpArgs& a, const Tensor* dx) { return reshape(dx[0], a.output().shape()); }};
-Primitive permute_p{.name = "permute", .forward = permute_forward, .pullback = FX_PULLBACK {
-                      const Shape& perm = a.params().shape;
-                      Shape inv = perm;
-                      for (int d = 0; d < perm.size(); ++d) inv[int(perm[d])] = d;
-                      dx[0] = permute(dy, inv);
-                    },
-    .jvp = linear_jvp};
+    .jvp = [](const JvpArgs& a, const Tensor* dx) { return reshape(dx[0], a.output().shape()); }
+}
+;
+Primitive permute_p{.name = "permute",
+                    .forward = permute_forward,
+                    .pullback = FX_PULLBACK{const Shape& perm = a.params().shape;
+Shape inv = perm;
+for (int d = 0; d < perm.size(); ++d) inv[int(perm[d])] = d;
+dx[0] = permute(dy, inv);
+}
+, .jvp = linear_jvp
+}
+;
 // In a first-order pass a later slice of the same tensor (the four gates of an LSTM cell) adds
 // dy into its part of the cotangent summed so far: one small add where pad_slice would fill a
 // whole zero tensor and the tape would then add all of it.
@@ -100,49 +108,60 @@ bool add_into_slice(Tensor& acc, const Tensor& dy, const Params& p) {
 }
 }  // namespace
 
-Primitive slice_p{.name = "slice", .forward = slice_forward, .pullback = FX_PULLBACK {
-                    const Params& p = a.params();
-                    if (Tensor* acc = a.accumulator(0); acc && add_into_slice(*acc, dy, p)) return;
-                    dx[0] = bind(pad_slice_p, {dy}, p);
-                  },
-    .jvp = linear_jvp};
+Primitive slice_p{
+    .name = "slice", .forward = slice_forward, .pullback = FX_PULLBACK{const Params& p = a.params();
+if (Tensor* acc = a.accumulator(0); acc && add_into_slice(*acc, dy, p)) return;
+dx[0] = bind(pad_slice_p, {dy}, p);
+}
+, .jvp = linear_jvp
+}
+;
 // pad_slice(dy) = zeros(shape) with dy written at the slice: the adjoint of slice.
-Primitive pad_slice_p{.name = "pad_slice", .forward = pad_slice_forward,
-                      .pullback = FX_PULLBACK {
-                        const Params& p = a.params();
-                        dx[0] = slice(dy, p.i[0], p.i[1], p.i[1] + (p.i[2] - 1) * p.i[3] + 1,
-                                      p.i[3]);
-                      },
-    .jvp = linear_jvp};
+Primitive pad_slice_p{.name = "pad_slice",
+                      .forward = pad_slice_forward,
+                      .pullback = FX_PULLBACK{const Params& p = a.params();
+dx[0] = slice(dy, p.i[0], p.i[1], p.i[1] + (p.i[2] - 1) * p.i[3] + 1, p.i[3]);
+}
+, .jvp = linear_jvp
+}
+;
 // slice_set(base, value) = base with value written at a slice: what element and slice
 // assignment record (fluxion/ops/inplace.hpp). Params as slice's; shape = base shape.
-Primitive slice_set_p{
-    .name = "slice_set",
-    .forward = [](const Primitive& prim, std::span<const Tensor> in, const Params& p) {
-      Tensor out = Tensor::empty(p.shape, in[0].dtype(), output_device(in));
-      dispatch({prim, in, out, p});
-      return out;
-    },
-    .pullback = FX_PULLBACK {
-      const Params& p = a.params();
-      int64_t stop = p.i[1] + (p.i[2] - 1) * p.i[3] + 1;
-      Tensor part = slice(dy, p.i[0], p.i[1], stop, p.i[3]);
-      if (a.wants(0)) dx[0] = bind(slice_set_p, {dy, expanded_zeros_like(part)}, p);
-      if (a.wants(1)) dx[1] = part;
-    },
-    .jvp = linear_jvp};
-Primitive expand_p{.name = "expand", .forward = expand_forward,
-                   .pullback = FX_PULLBACK { dx[0] = sum_to(dy, list_shape(a.params())); },
-    .jvp = linear_jvp};
-Primitive concat_p{.name = "concat", .forward = concat_forward, .pullback = FX_PULLBACK {
-                     const Params& p = a.params();
-                     int64_t at = 0;
-                     for (size_t i = 0; i < p.list.size(); ++i) {
-                       if (a.wants(int(i))) dx[i] = slice(dy, p.i[0], at, at + p.list[i]);
-                       at += p.list[i];
-                     }
-                   },
-    .jvp = linear_jvp};
+Primitive slice_set_p{.name = "slice_set",
+                      .forward =
+                          [](const Primitive& prim, std::span<const Tensor> in, const Params& p) {
+                            Tensor out = Tensor::empty(p.shape, in[0].dtype(), output_device(in));
+                            dispatch({prim, in, out, p});
+                            return out;
+                          },
+                      .pullback = FX_PULLBACK{const Params& p = a.params();
+int64_t stop = p.i[1] + (p.i[2] - 1) * p.i[3] + 1;
+Tensor part = slice(dy, p.i[0], p.i[1], stop, p.i[3]);
+if (a.wants(0)) dx[0] = bind(slice_set_p, {dy, expanded_zeros_like(part)}, p);
+if (a.wants(1)) dx[1] = part;
+}
+, .jvp = linear_jvp
+}
+;
+Primitive expand_p{.name = "expand",
+                   .forward = expand_forward,
+                   .pullback = FX_PULLBACK{dx[0] = sum_to(dy, list_shape(a.params()));
+}
+, .jvp = linear_jvp
+}
+;
+Primitive concat_p{.name = "concat",
+                   .forward = concat_forward,
+                   .pullback = FX_PULLBACK{const Params& p = a.params();
+int64_t at = 0;
+for (size_t i = 0; i < p.list.size(); ++i) {
+  if (a.wants(int(i))) dx[i] = slice(dy, p.i[0], at, at + p.list[i]);
+  at += p.list[i];
+}
+}
+, .jvp = linear_jvp
+}
+;
 #undef FX_PULLBACK
 
 Shape broadcast_shapes(const Shape& a, const Shape& b, const char* op) {
@@ -161,8 +180,8 @@ Shape broadcast_shapes(const Shape& a, const Shape& b, const char* op) {
 
 Tensor reshape(const Tensor& x, const Shape& shape) {
   FX_CHECK(x.defined(), "fx::reshape: undefined tensor");
-  FX_CHECK(shape.numel() == x.numel(), "fx::reshape: cannot reshape ", x.shape(), " (",
-           x.numel(), " elements) to ", shape);
+  FX_CHECK(shape.numel() == x.numel(), "fx::reshape: cannot reshape ", x.shape(), " (", x.numel(),
+           " elements) to ", shape);
   if (shape == x.shape()) return x;
   Tensor c = contiguous(x);
   Params p;
@@ -232,7 +251,8 @@ Tensor permute(const Tensor& x, std::initializer_list<int64_t> axes) {
 Tensor transpose(const Tensor& x, int64_t a, int64_t b) {
   FX_CHECK(x.defined(), "fx::transpose: undefined tensor");
   FX_CHECK(x.ndim() >= 2, "fx::transpose: needs at least 2 dimensions, got ", x.shape());
-  int i = normalize_axis(a, x.ndim(), "fx::transpose"), j = normalize_axis(b, x.ndim(), "fx::transpose");
+  int i = normalize_axis(a, x.ndim(), "fx::transpose"),
+      j = normalize_axis(b, x.ndim(), "fx::transpose");
   Shape perm;
   for (int d = 0; d < x.ndim(); ++d) perm.push_back(d);
   std::swap(perm[i], perm[j]);
@@ -348,8 +368,8 @@ Tensor concat(const std::vector<Tensor>& xs, int64_t axis) {
     FX_CHECK(x.defined() && x.ndim() == x0.ndim(), "fx::concat: shapes ", x0.shape(), " and ",
              x.defined() ? x.shape().to_string() : "undefined", " differ in rank");
     for (int d = 0; d < x0.ndim(); ++d)
-      FX_CHECK(d == a || x.shape()[d] == x0.shape()[d], "fx::concat: shapes ", x0.shape(),
-               " and ", x.shape(), " differ outside axis ", a);
+      FX_CHECK(d == a || x.shape()[d] == x0.shape()[d], "fx::concat: shapes ", x0.shape(), " and ",
+               x.shape(), " differ outside axis ", a);
     sizes.push_back(x.shape()[a]);
     ins.push_back(astype(x, t));
   }
@@ -376,7 +396,9 @@ Tensor stack(const std::vector<Tensor>& xs, int64_t axis) {
 // Tensor member helpers.
 Tensor Tensor::contiguous() const { return fx::contiguous(*this); }
 Tensor Tensor::reshape(const Shape& s) const { return fx::reshape(*this, s); }
-Tensor Tensor::reshape(std::initializer_list<int64_t> dims) const { return fx::reshape(*this, dims); }
+Tensor Tensor::reshape(std::initializer_list<int64_t> dims) const {
+  return fx::reshape(*this, dims);
+}
 Tensor Tensor::t() const { return fx::transpose(*this, -2, -1); }
 Tensor Tensor::astype(DType t) const { return fx::astype(*this, t); }
 Tensor Tensor::clone() const {

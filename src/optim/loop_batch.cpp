@@ -27,8 +27,8 @@ void LoopBatch::run() {
   if (open_batch == this) open_batch = outer_;  // what the loops call runs at once
   std::vector<Entry> loops = std::move(loops_);
   loops_.clear();
-  const bool any_large = std::any_of(loops.begin(), loops.end(),
-                                     [](const Entry& e) { return e.n >= kParallelMin; });
+  const bool any_large =
+      std::any_of(loops.begin(), loops.end(), [](const Entry& e) { return e.n >= kParallelMin; });
   const int threads = omp_in_parallel() ? 1 : omp_get_max_threads();
   if (!any_large || threads <= 1) {
     for (Entry& e : loops) e.run(0, e.n);

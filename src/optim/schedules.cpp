@@ -93,8 +93,8 @@ Sequence::Sequence(std::initializer_list<Part> parts) : Sequence(std::vector<Par
 Sequence::Sequence(std::vector<Part> parts) : parts_(std::move(parts)) {
   FX_CHECK(!parts_.empty(), "fx::optim::Sequence: give at least one schedule");
   for (size_t i = 0; i + 1 < parts_.size(); ++i)
-    FX_CHECK(parts_[i].steps >= 0, "fx::optim::Sequence: part ", i, " runs for ",
-             parts_[i].steps, " steps");
+    FX_CHECK(parts_[i].steps >= 0, "fx::optim::Sequence: part ", i, " runs for ", parts_[i].steps,
+             " steps");
 }
 
 double Sequence::operator()(int64_t t) const {

@@ -19,9 +19,8 @@ void subtract_in_place(const char* rule, const Tensor& param, const Tensor& dx) 
 
 namespace {
 void check_grad(const char* rule, const Tensor& param, const Tensor& grad) {
-  FX_CHECK(param.defined() && grad.defined() && grad.shape() == param.shape(), "fx::optim::",
-           rule, ": gradient ",
-           grad.defined() ? grad.shape().to_string() : std::string("undefined"),
+  FX_CHECK(param.defined() && grad.defined() && grad.shape() == param.shape(), "fx::optim::", rule,
+           ": gradient ", grad.defined() ? grad.shape().to_string() : std::string("undefined"),
            " does not match parameter ", param.shape());
 }
 // The gradient in the parameter's dtype (a gradient may arrive in another floating type).
@@ -69,13 +68,11 @@ Tensor AccumGrad::transform(State& s, const Tensor& param, const Tensor& grad) c
   const double scale = 1.0 / double(n);
   // The mean tensor is written in place; the first gradient of a round overwrites it.
   if (s.count == 0) {
-    foreach_element("AccumGrad", s.mean, grad, [scale](auto& a, auto dx) {
-      a = decltype(dx)(scale) * dx;
-    });
+    foreach_element("AccumGrad", s.mean, grad,
+                    [scale](auto& a, auto dx) { a = decltype(dx)(scale) * dx; });
   } else {
-    foreach_element("AccumGrad", s.mean, grad, [scale](auto& a, auto dx) {
-      a += decltype(dx)(scale) * dx;
-    });
+    foreach_element("AccumGrad", s.mean, grad,
+                    [scale](auto& a, auto dx) { a += decltype(dx)(scale) * dx; });
   }
   if (++s.count < n) return Tensor();
   s.count = 0;

@@ -132,13 +132,16 @@ Trial backtracking(Objective& obj, const Objective::Point& p0, const Vec& d, dou
 }  // namespace
 
 LBFGSResult lbfgs(const LossAndGradient& fg, const Tensor& x0, const LBFGSOptions& opt) {
-  FX_CHECK(x0.defined() && is_floating(x0.dtype()), "fx::sci::lbfgs: parameters must be a "
-           "floating tensor, got ", x0.defined() ? dtype_name(x0.dtype()) : "undefined");
-  FX_CHECK(opt.memory >= 1 && opt.max_iterations >= 0 && opt.c1 > 0 && opt.c1 < opt.c2 &&
-               opt.c2 < 1,
-           "fx::sci::lbfgs: options memory = ", opt.memory, ", c1 = ", opt.c1, ", c2 = ", opt.c2,
-           " (need memory >= 1, 0 < c1 < c2 < 1)");
-  const int64_t max_evals = opt.max_evaluations > 0 ? opt.max_evaluations : 20 * opt.max_iterations + 1;
+  FX_CHECK(x0.defined() && is_floating(x0.dtype()),
+           "fx::sci::lbfgs: parameters must be a "
+           "floating tensor, got ",
+           x0.defined() ? dtype_name(x0.dtype()) : "undefined");
+  FX_CHECK(
+      opt.memory >= 1 && opt.max_iterations >= 0 && opt.c1 > 0 && opt.c1 < opt.c2 && opt.c2 < 1,
+      "fx::sci::lbfgs: options memory = ", opt.memory, ", c1 = ", opt.c1, ", c2 = ", opt.c2,
+      " (need memory >= 1, 0 < c1 < c2 < 1)");
+  const int64_t max_evals =
+      opt.max_evaluations > 0 ? opt.max_evaluations : 20 * opt.max_iterations + 1;
   Objective obj{fg, x0};
   Tensor xd = ad::detail::detach(x0).astype(f64).contiguous();
   Objective::Point p = obj.at(Vec(xd.data<double>(), xd.data<double>() + xd.numel()));
@@ -166,8 +169,9 @@ LBFGSResult lbfgs(const LossAndGradient& fg, const Tensor& x0, const LBFGSOption
       q = axpy(q, -alpha[i], y);
     }
     double gamma = 1;
-    if (!pairs.empty()) gamma = dot(pairs.back().first, pairs.back().second) /
-                                dot(pairs.back().second, pairs.back().second);
+    if (!pairs.empty())
+      gamma = dot(pairs.back().first, pairs.back().second) /
+              dot(pairs.back().second, pairs.back().second);
     for (double& v : q) v *= gamma;
     for (size_t i = 0; i < pairs.size(); ++i) {
       auto& [s, y] = pairs[i];
@@ -184,8 +188,9 @@ LBFGSResult lbfgs(const LossAndGradient& fg, const Tensor& x0, const LBFGSOption
     }
     // Without curvature information, a first step of unit length in x.
     double step = pairs.empty() ? std::min(1.0, 1.0 / std::sqrt(-slope)) : 1.0;
-    Trial t = opt.line_search == LineSearch::strong_wolfe ? wolfe(obj, p, d, slope, step, opt)
-                                                          : backtracking(obj, p, d, slope, step, opt);
+    Trial t = opt.line_search == LineSearch::strong_wolfe
+                  ? wolfe(obj, p, d, slope, step, opt)
+                  : backtracking(obj, p, d, slope, step, opt);
     ++r.iterations;
     if (t.step == 0) {
       if (pairs.empty()) {

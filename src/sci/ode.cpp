@@ -16,7 +16,8 @@ namespace {
 
 Tolerances forward_tolerances(const ODEOptions& o) { return {o.rtol, o.atol}; }
 Tolerances adjoint_tolerances(const ODEOptions& o) {
-  return {o.adjoint_rtol > 0 ? o.adjoint_rtol : o.rtol, o.adjoint_atol > 0 ? o.adjoint_atol : o.atol};
+  return {o.adjoint_rtol > 0 ? o.adjoint_rtol : o.rtol,
+          o.adjoint_atol > 0 ? o.adjoint_atol : o.atol};
 }
 
 Rhs bind_parameters(const FlatRhs& g, const Tensor& P, SolveStats* stats) {
@@ -41,8 +42,8 @@ void check_problem(const Tensor& y0, const Tensor& P, const std::vector<double>&
   FX_CHECK(opt.checkpoint_steps >= 1 && opt.checkpoint_levels >= 0 &&
                opt.checkpoint_levels < kMaxTags - 1,
            "fx::sci::solve_ode: checkpoint_steps = ", opt.checkpoint_steps,
-           ", checkpoint_levels = ", opt.checkpoint_levels, " (need >= 1 and 0 to ",
-           kMaxTags - 2, ")");
+           ", checkpoint_levels = ", opt.checkpoint_levels, " (need >= 1 and 0 to ", kMaxTags - 2,
+           ")");
 }
 
 Tensor solve_backprop(const FlatRhs& g, const Tensor& y0, const Tensor& P,
@@ -73,7 +74,8 @@ Tensor replay(const std::shared_ptr<const Replay>& r, const Tensor& y, const Ten
     for (int64_t k = a; k < b; ++k) {
       const StepRecord& s = r->steps[size_t(k)];
       auto [y1, f1] = rk_step(*r->tab, rhs, s.t, s.t1, s.h, yk, fk, 0, 0, nullptr);
-      for (const auto& [index, theta] : s.outputs) rows.push_back(hermite(yk, y1, fk, f1, s.h, theta));
+      for (const auto& [index, theta] : s.outputs)
+        rows.push_back(hermite(yk, y1, fk, f1, s.h, theta));
       yk = std::move(y1);
       fk = std::move(f1);
     }
@@ -86,8 +88,8 @@ Tensor replay(const std::shared_ptr<const Replay>& r, const Tensor& y, const Ten
     return replay(r, y, P, a, b, levels - 1);
   };
   const double leaves = std::ceil(double(b - a) / double(r->leaf));
-  const int64_t k = std::clamp<int64_t>(int64_t(std::ceil(std::pow(leaves, 1.0 / levels) - 1e-9)),
-                                        2, b - a);
+  const int64_t k =
+      std::clamp<int64_t>(int64_t(std::ceil(std::pow(leaves, 1.0 / levels) - 1e-9)), 2, b - a);
   std::vector<Tensor> parts;
   Tensor state = y;
   for (int64_t i = 0; i < k; ++i) {
@@ -102,8 +104,7 @@ Tensor replay(const std::shared_ptr<const Replay>& r, const Tensor& y, const Ten
 }
 
 Tensor solve_checkpointed(const FlatRhs& g, const Tensor& y0, const Tensor& P,
-                          const std::vector<double>& ts, const ODEOptions& opt,
-                          SolveStats* stats) {
+                          const std::vector<double>& ts, const ODEOptions& opt, SolveStats* stats) {
   auto plan = std::make_shared<Replay>();
   plan->g = g;
   plan->tab = &tableau(opt.method);

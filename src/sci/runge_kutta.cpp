@@ -39,8 +39,8 @@ double scaled_rms(const std::vector<double>& v, const std::vector<double>& y0,
 
 // Hairer, Norsett & Wanner, "Solving ODEs I", II.4: a step whose Euler error is about 1% of the
 // tolerance, checked against the change of f over a trial step.
-double initial_step(const Tableau& tab, const Rhs& g, const Tensor& y0, const Tensor& f0,
-                    double t0, double tend, Tolerances tol) {
+double initial_step(const Tableau& tab, const Rhs& g, const Tensor& y0, const Tensor& f0, double t0,
+                    double tend, Tolerances tol) {
   const double span = std::abs(tend - t0), dir = tend >= t0 ? 1 : -1;
   std::vector<double> y = values(y0), f = values(f0);
   double d0 = scaled_rms(y, y, y, tol), d1 = scaled_rms(f, y, y, tol);
@@ -59,8 +59,12 @@ double initial_step(const Tableau& tab, const Rhs& g, const Tensor& y0, const Te
 
 const Tableau& tableau(Method m) {
   // Classic RK4.
-  static const Tableau rk4{"rk4", {0, 0.5, 0.5, 1}, {{}, {0.5}, {0, 0.5}, {0, 0, 1}},
-                           {1.0 / 6, 1.0 / 3, 1.0 / 3, 1.0 / 6}, {}, 4};
+  static const Tableau rk4{"rk4",
+                           {0, 0.5, 0.5, 1},
+                           {{}, {0.5}, {0, 0.5}, {0, 0, 1}},
+                           {1.0 / 6, 1.0 / 3, 1.0 / 3, 1.0 / 6},
+                           {},
+                           4};
   // Tsitouras (2011), "Runge-Kutta pairs of order 5(4) satisfying only the first column
   // simplifying assumption", as tabulated in OrdinaryDiffEq.jl.
   static const Tableau tsit5{
@@ -76,8 +80,8 @@ const Tableau& tableau(Method m) {
        {0.09646076681806523, 0.01, 0.4798896504144996, 1.379008574103742, -3.290069515436081,
         2.324710524099774}},
       {},
-      {-0.00178001105222577714, -0.0008164344596567469, 0.007880878010261995,
-       -0.1447110071732629, 0.5823571654525552, -0.45808210592918697, 1.0 / 66},
+      {-0.00178001105222577714, -0.0008164344596567469, 0.007880878010261995, -0.1447110071732629,
+       0.5823571654525552, -0.45808210592918697, 1.0 / 66},
       5};
   // Dormand & Prince (1980), RK5(4)7M.
   static const Tableau dopri5{
@@ -185,8 +189,7 @@ std::vector<Tensor> integrate(const Tableau& tab, const Rhs& g, const Tensor& y0
     }
     hs = t1 - t;
     double err = 0;
-    auto [y1, f1] = rk_step(tab, g, t, t1, hs, y, f, tol.rtol, tol.atol,
-                            adaptive ? &err : nullptr);
+    auto [y1, f1] = rk_step(tab, g, t, t1, hs, y, f, tol.rtol, tol.atol, adaptive ? &err : nullptr);
     if (adaptive) {
       if (!(err <= 1)) {  // rejected (NaN included): shrink and retry
         double fac = std::isfinite(err) ? kSafety * std::pow(err, -1.0 / tab.order) : kMinFactor;
@@ -194,8 +197,8 @@ std::vector<Tensor> integrate(const Tableau& tab, const Rhs& g, const Tensor& y0
         if (stats) ++stats->rejected;
         continue;
       }
-      double fac = err == 0 ? kMaxFactor
-                            : kSafety * std::pow(err, -beta1) * std::pow(err_prev, beta2);
+      double fac =
+          err == 0 ? kMaxFactor : kSafety * std::pow(err, -beta1) * std::pow(err_prev, beta2);
       fac = std::clamp(fac, kMinFactor, kMaxFactor);
       err_prev = std::max(err, 1e-4);
       // A step cut short to land on tend says little about the next one's size.

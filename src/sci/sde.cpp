@@ -8,8 +8,8 @@
 namespace fx::sci {
 
 Tensor BrownianPath::value(int64_t k) const {
-  FX_CHECK(increments.defined() && k >= 0 && k <= steps(), "fx::sci::BrownianPath::value: step ",
-           k, " outside [0, ", increments.defined() ? steps() : 0, "]");
+  FX_CHECK(increments.defined() && k >= 0 && k <= steps(), "fx::sci::BrownianPath::value: step ", k,
+           " outside [0, ", increments.defined() ? steps() : 0, "]");
   if (k == 0) return zeros({noises()}, increments.dtype());
   return sum(slice(increments, 0, 0, k), {0});
 }
@@ -23,8 +23,8 @@ BrownianPath BrownianPath::coarsened(int64_t factor) const {
 
 BrownianPath brownian_path(int64_t noises, double t0, double t1, int64_t steps, Generator& gen,
                            DType dtype) {
-  FX_CHECK(steps >= 1 && noises >= 0 && t1 > t0, "fx::sci::brownian_path: ", steps,
-           " steps of ", noises, " noises on [", t0, ", ", t1, "]");
+  FX_CHECK(steps >= 1 && noises >= 0 && t1 > t0, "fx::sci::brownian_path: ", steps, " steps of ",
+           noises, " noises on [", t0, ", ", t1, "]");
   const double dt = (t1 - t0) / double(steps);
   return {t0, dt, randn({steps, noises}, gen, dtype) * std::sqrt(dt)};
 }

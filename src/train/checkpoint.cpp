@@ -85,8 +85,8 @@ void write_checkpoint(const std::string& path, io::TensorMap tensors, const Chec
   io::write_safetensors(path, tensors, m);
 }
 
-std::vector<double> read_checkpoint(const std::string& path, io::TensorMap& targets,
-                                    Checkpoint& ck, size_t rates) {
+std::vector<double> read_checkpoint(const std::string& path, io::TensorMap& targets, Checkpoint& ck,
+                                    size_t rates) {
   io::SafetensorsFile f = io::read_safetensors(path);
   FX_CHECK(f.metadata.count(kFormatKey), "fx::train::load_checkpoint: '", path,
            "' is a safetensors file but not a fluxion checkpoint (no '", kFormatKey, "' entry)");
@@ -97,7 +97,9 @@ std::vector<double> read_checkpoint(const std::string& path, io::TensorMap& targ
   std::map<std::string, Tensor> rng_targets;
   for (const auto& [name, gen] : ck.generators) {
     FX_CHECK(gen, "fx::train::load_checkpoint: generator '", name, "' is null");
-    rng_targets.emplace(name, targets.emplace(std::string("rng.").append(name), generator_tensor(gen->state())).first->second);
+    rng_targets.emplace(
+        name, targets.emplace(std::string("rng.").append(name), generator_tensor(gen->state()))
+                  .first->second);
   }
   int64_t loader_epoch = 0;
   if (ck.loader) {

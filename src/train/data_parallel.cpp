@@ -20,8 +20,8 @@ int data_parallel_shares(int64_t n) {
 }
 
 void check_batch_rows(const char* op, int64_t n, const Tensor& t) {
-  FX_CHECK(t.defined() && t.ndim() >= 1 && t.shape()[0] == n, op,
-           ": every batch argument needs ", n, " rows (the first argument's), got ",
+  FX_CHECK(t.defined() && t.ndim() >= 1 && t.shape()[0] == n, op, ": every batch argument needs ",
+           n, " rows (the first argument's), got ",
            t.defined() ? t.shape().to_string() : "undefined");
 }
 
@@ -87,8 +87,9 @@ void run_shares(int shares, const std::function<void(int)>& body,
       try {
         const size_t nleaves = leaves[0].size();
         for (const auto& l : leaves)
-          FX_CHECK(l.size() == nleaves, "fx::train::data_parallel_withgradient: the shares' "
-                                        "gradients differ in structure");
+          FX_CHECK(l.size() == nleaves,
+                   "fx::train::data_parallel_withgradient: the shares' "
+                   "gradients differ in structure");
         out.assign(nleaves, Tensor());
         dense.assign(nleaves, {});
         for (size_t i = 0; i < nleaves; ++i) {

@@ -27,7 +27,8 @@ struct FitDriver::Impl {
 
 FitDriver::FitDriver(const FitOptions& options, int64_t batches_per_epoch)
     : impl_(new Impl{options, options.out ? *options.out : std::cout, {}, {}, {}, {}, {}, 0}) {
-  FX_CHECK(options.epochs >= 0, "fx::train::fit: epochs must be non-negative, got ", options.epochs);
+  FX_CHECK(options.epochs >= 0, "fx::train::fit: epochs must be non-negative, got ",
+           options.epochs);
   FX_CHECK(options.record_every >= 0, "fx::train::fit: record_every must be non-negative, got ",
            options.record_every);
   ctx_.epochs = options.epochs;
@@ -72,7 +73,8 @@ void FitDriver::begin_epoch(int64_t epoch) {
   if (impl_->opt.progress) {
     char label[64];
     std::snprintf(label, sizeof label, "epoch %lld/%lld", (long long)epoch, (long long)ctx_.epochs);
-    impl_->bar = std::make_unique<ProgressBar>(ctx_.batches, ProgressOptions{.label = label, .out = &impl_->out});
+    impl_->bar = std::make_unique<ProgressBar>(ctx_.batches,
+                                               ProgressOptions{.label = label, .out = &impl_->out});
   }
 }
 
@@ -81,16 +83,19 @@ void FitDriver::before_step(const std::function<bool(double)>& set_lr) {
   double lr = impl_->opt.schedule(ctx_.step);
   FX_CHECK(set_lr(lr), "fx::train::fit: a schedule was given, but no rule of the optimiser has a ",
            "learning rate to set");
-  if (impl_->opt.record_every > 0 && ctx_.step % impl_->opt.record_every == 0) ctx_.record("lr", lr);
+  if (impl_->opt.record_every > 0 && ctx_.step % impl_->opt.record_every == 0)
+    ctx_.record("lr", lr);
 }
 
 void FitDriver::nonfinite(double loss, bool restored) {
   if (impl_->bar) impl_->bar->finish();
   fx::detail::fail("fx::train::fit: the loss is ", loss, " at step ", ctx_.step + 1, " (epoch ",
-               ctx_.epoch, ", batch ", ctx_.batch + 1, " of ", ctx_.batches, "); ",
-               restored ? "the model holds the parameters of the last step whose loss was finite "
-                          "(step " + std::to_string(ctx_.step - 1) + ")"
-                        : std::string("the model is left as it was"));
+                   ctx_.epoch, ", batch ", ctx_.batch + 1, " of ", ctx_.batches, "); ",
+                   restored
+                       ? "the model holds the parameters of the last step whose loss was finite "
+                         "(step " +
+                             std::to_string(ctx_.step - 1) + ")"
+                       : std::string("the model is left as it was"));
 }
 
 void FitDriver::end_step(double loss, int64_t samples) {
@@ -131,8 +136,12 @@ void FitDriver::end_epoch() {
 
 Checkpoint FitDriver::checkpoint_of(data::DataLoader& loader) const {
   // The schedule's position is the step it is called with.
-  return Checkpoint{.epoch = ctx_.epoch, .step = ctx_.step, .schedule = double(ctx_.step),
-                    .generators = impl_->opt.generators, .loader = &loader, .metadata = {}};
+  return Checkpoint{.epoch = ctx_.epoch,
+                    .step = ctx_.step,
+                    .schedule = double(ctx_.step),
+                    .generators = impl_->opt.generators,
+                    .loader = &loader,
+                    .metadata = {}};
 }
 
 History FitDriver::finish() { return std::move(impl_->history); }
@@ -140,9 +149,9 @@ History FitDriver::finish() { return std::move(impl_->history); }
 void copy_leaves(const std::vector<Tensor>& dst, const std::vector<Tensor>& src) {
   for (size_t i = 0; i < dst.size(); ++i) {
     if (dst[i].is_contiguous() && src[i].is_contiguous())
-      std::memcpy(dst[i].raw_data(), src[i].raw_data(), size_t(src[i].numel()) * itemsize(src[i].dtype()));
-    else
-      Tensor(dst[i]).copy_(src[i]);
+      std::memcpy(dst[i].raw_data(), src[i].raw_data(),
+                  size_t(src[i].numel()) * itemsize(src[i].dtype()));
+    else Tensor(dst[i]).copy_(src[i]);
   }
 }
 

@@ -40,8 +40,8 @@ void History::truncate_after(int64_t step) {
 
 std::string csv_line(const Record& r) {
   // Metric names come from code, but a comma or quote would still break the columns.
-  FX_CHECK(r.name.find_first_of(",\"\n\r") == std::string::npos, "fx::train::History: metric name '",
-           r.name, "' contains a comma, quote or newline");
+  FX_CHECK(r.name.find_first_of(",\"\n\r") == std::string::npos,
+           "fx::train::History: metric name '", r.name, "' contains a comma, quote or newline");
   char buf[64];
   auto end = std::to_chars(buf, buf + sizeof buf, r.value).ptr;  // shortest exact form
   return std::to_string(r.step) + "," + std::to_string(r.epoch) + "," + r.name + "," +
@@ -68,8 +68,8 @@ History History::read_csv(const std::string& path) {
     int n = 0;
     while (n < 4 && std::getline(ls, cells[n], ',')) ++n;
     std::string extra;
-    FX_CHECK(n == 4 && !std::getline(ls, extra), "fx::train::History::read_csv: '", path,
-             "' line ", lineno, " has not 4 cells: ", line);
+    FX_CHECK(n == 4 && !std::getline(ls, extra), "fx::train::History::read_csv: '", path, "' line ",
+             lineno, " has not 4 cells: ", line);
     Record r;
     r.name = cells[2];
     auto number = [&](const std::string& s, auto& v) {

@@ -16,7 +16,7 @@ namespace fx::train {
 namespace {
 
 constexpr Rgb kBlack{0, 0, 0}, kWhite{255, 255, 255}, kGrid{225, 225, 225};
-constexpr Rgb kPalette[] = {{31, 119, 180}, {255, 127, 14}, {44, 160, 44},
+constexpr Rgb kPalette[] = {{31, 119, 180}, {255, 127, 14},  {44, 160, 44},
                             {214, 39, 40},  {148, 103, 189}, {140, 86, 75}};
 
 // A 3x5 pixel font: five rows of three bits (left pixel = 4), drawn at kScale.
@@ -154,8 +154,12 @@ void plot_history(const History& history, const std::string& path, const PlotOpt
 
   Canvas c(w, h);
   const int left = 80, right = w - 20, top = options.title.empty() ? 20 : 40, bottom = h - 45;
-  auto px = [&](double s) { return left + int(std::lround((s - x0) / (x1 - x0) * (right - left))); };
-  auto py = [&](double v) { return bottom - int(std::lround((v - y0) / (y1 - y0) * (bottom - top))); };
+  auto px = [&](double s) {
+    return left + int(std::lround((s - x0) / (x1 - x0) * (right - left)));
+  };
+  auto py = [&](double v) {
+    return bottom - int(std::lround((v - y0) / (y1 - y0) * (bottom - top)));
+  };
 
   for (double t : nice_ticks(y0, y1, 6)) {
     int y = py(t);

@@ -32,8 +32,7 @@ std::string format_duration(double seconds) {
   if (s >= 3600)
     std::snprintf(buf, sizeof buf, "%lld:%02lld:%02lld", (long long)(s / 3600),
                   (long long)(s / 60 % 60), (long long)(s % 60));
-  else
-    std::snprintf(buf, sizeof buf, "%lld:%02lld", (long long)(s / 60), (long long)(s % 60));
+  else std::snprintf(buf, sizeof buf, "%lld:%02lld", (long long)(s / 60), (long long)(s % 60));
   return buf;
 }
 
@@ -95,10 +94,8 @@ std::string ProgressBar::line() const {
   }
   const double rate = t > 0 ? double(step_) / t : 0;
   if (step_ > 0) s += rate >= 1 ? fmt("  %.1f it/s", rate) : fmt("  %.2f s/it", 1 / rate);
-  if (finished_ || (total_ > 0 && step_ >= total_))
-    s += "  " + format_duration(t);
-  else if (total_ > 0 && step_ > 0)
-    s += "  ETA " + format_duration(double(total_ - step_) / rate);
+  if (finished_ || (total_ > 0 && step_ >= total_)) s += "  " + format_duration(t);
+  else if (total_ > 0 && step_ > 0) s += "  ETA " + format_duration(double(total_ - step_) / rate);
   for (const auto& [k, v] : metrics_) s += "  " + k + '=' + fmt("%.4g", v);
   return s;
 }

@@ -8,8 +8,8 @@
 #include <fluxion/ad/anomaly.hpp>
 #include <fluxion/ad/reverse.hpp>
 #include <fluxion/nn.hpp>
-#include <fluxion/train/data_parallel.hpp>
 #include <fluxion/ops.hpp>
+#include <fluxion/train/data_parallel.hpp>
 #include <string>
 #include <thread>
 

@@ -41,15 +41,15 @@ Tensor steps(const Tensor& w, Tensor h, const std::vector<Tensor>& xs, int t0, i
 
 struct RecurrenceRun {
   Tensor gw, gh;
-  size_t tape_nodes;       // nodes on the tape fx::pullback recorded
-  uint64_t nodes_recorded; // all nodes recorded, recomputation included
-  uint64_t peak_buffers;   // system allocations from an empty cache: buffers alive at once
+  size_t tape_nodes;        // nodes on the tape fx::pullback recorded
+  uint64_t nodes_recorded;  // all nodes recorded, recomputation included
+  uint64_t peak_buffers;    // system allocations from an empty cache: buffers alive at once
 };
 
 // Gradients of sum(h_100) with respect to W and h0, 100 steps, checkpointed in `segments`
 // segments (0: not checkpointed).
 RecurrenceRun run_recurrence(const Tensor& w, const Tensor& h0, const std::vector<Tensor>& xs,
-                   int segments) {
+                             int segments) {
   const int n = int(xs.size());
   auto loss = [&](const Tensor& w, const Tensor& h0) {
     if (segments == 0) return fx::sum(steps(w, h0, xs, 0, n));
@@ -102,9 +102,9 @@ TEST(Checkpoint, RecurrenceGradientsAreUnchangedAndPeakMemoryFalls) {
   std::cout << "[ measure  ] tape nodes: plain " << plain.tape_nodes << ", 10 segments "
             << seg10.tape_nodes << " (+ " << (seg10.nodes_recorded - seg10.tape_nodes) / 10
             << " re-recorded per segment, one segment at a time), every step " << each.tape_nodes
-            << "\n[ measure  ] peak live buffers: plain " << plain.peak_buffers
-            << ", 10 segments " << seg10.peak_buffers << ", every step " << each.peak_buffers
-            << " (" << 64 * 32 * 8 / 1024 << " KiB each)\n";
+            << "\n[ measure  ] peak live buffers: plain " << plain.peak_buffers << ", 10 segments "
+            << seg10.peak_buffers << ", every step " << each.peak_buffers << " ("
+            << 64 * 32 * 8 / 1024 << " KiB each)\n";
   if (fx::allocator_caches()) {  // sanitizer builds allocate every buffer from the system
     // Plain keeps every step's activation (~100); 10 segments keep 10 boundaries plus one
     // segment's 10 during its backward pass (~20 + temporaries).
@@ -131,8 +131,8 @@ TEST(Checkpoint, StructArgumentsPassGradcheckToSecondOrder) {
   // A layer is itself a function: checkpointed(layer, x).
   auto [gl, gx] = fx::gradient(
       [](const Layer& l, const Tensor& x) { return fx::sum(fx::checkpointed(l, x)); }, layer, x);
-  auto [hl, hx] = fx::gradient([](const Layer& l, const Tensor& x) { return fx::sum(l(x)); },
-                               layer, x);
+  auto [hl, hx] =
+      fx::gradient([](const Layer& l, const Tensor& x) { return fx::sum(l(x)); }, layer, x);
   expect_near(gl.w, hl.w, 1e-14);
   expect_near(gl.b, hl.b, 1e-14);
   expect_near(gx, hx, 1e-14);
@@ -179,20 +179,17 @@ TEST(Checkpoint, NestsAndHoldsHooksAndCustomRules) {
     y = fx::hook([](const Tensor& dy) { return dy * 1; }, y);
     return fx::checkpointed(inner, fx::sin(y));
   };
-  auto r = fx::testing::gradcheck(
-      [&](const Tensor& x) { return fx::checkpointed(outer, x); },
-      fx::testing::randn({5}, {.seed = 6}));
+  auto r = fx::testing::gradcheck([&](const Tensor& x) { return fx::checkpointed(outer, x); },
+                                  fx::testing::randn({5}, {.seed = 6}));
   EXPECT_TRUE(r) << r;
 }
 
 TEST(Checkpoint, NumbersAndIntegerTensorsAreConstants) {
   Tensor idx = fx::tensor({0, 2, 2}, fx::i64);
-  auto f = [](const Tensor& x, double s, const Tensor& i) {
-    return fx::index_select(x, 0, i) * s;
-  };
+  auto f = [](const Tensor& x, double s, const Tensor& i) { return fx::index_select(x, 0, i) * s; };
   Tensor x = fx::tensor({1, 2, 3, 4}, fx::f64);
-  Tensor g = fx::gradient(
-      [&](const Tensor& x) { return fx::sum(fx::checkpointed(f, x, 2.0, idx)); }, x);
+  Tensor g =
+      fx::gradient([&](const Tensor& x) { return fx::sum(fx::checkpointed(f, x, 2.0, idx)); }, x);
   // (Not {2, 2, 2, 0}: GCC 12.2 with -mavx512f can miscompile that literal as {2, 2, 2, 2}.)
   EXPECT_EQ(vec(g), (std::vector<double>{2, 0, 4, 0}));
 }
@@ -205,8 +202,10 @@ TEST(Checkpoint, CapturingATrackedTensorIsAnError) {
         },
         fx::tensor({1, 2}, fx::f64), fx::tensor({3, 4}, fx::f64));
   };
-  EXPECT_TRUE(fx::testing::throws_mentioning(bad, {"fx::checkpointed", "not one of the "
-                                                   "arguments", "capture"}));
+  EXPECT_TRUE(fx::testing::throws_mentioning(bad, {"fx::checkpointed",
+                                                   "not one of the "
+                                                   "arguments",
+                                                   "capture"}));
 }
 
 TEST(Checkpoint, AFunctionThatChangesOnRecomputationIsAnError) {
@@ -216,19 +215,19 @@ TEST(Checkpoint, AFunctionThatChangesOnRecomputationIsAnError) {
     fx::gradient([&](const Tensor& x) { return fx::sum(fx::checkpointed(shifty, x)); },
                  fx::tensor({1, 2}, fx::f64));
   };
-  EXPECT_TRUE(fx::testing::throws_mentioning(bad, {"fx::checkpointed", "f64 ()", "f64 (2,)",
-                                                   "deterministic"}));
+  EXPECT_TRUE(fx::testing::throws_mentioning(
+      bad, {"fx::checkpointed", "f64 ()", "f64 (2,)", "deterministic"}));
 }
 
 TEST(Checkpoint, AnArgumentOverwrittenBeforeTheBackwardPassIsAnError) {
   Tensor a = fx::tensor({1, 2}, fx::f64);
   auto f = [](const Tensor& x, const Tensor& a) { return fx::sum(fx::sin(x * a)); };
-  auto [y, back] = fx::pullback(
-      [&](const Tensor& x) { return fx::checkpointed(f, x, a); }, fx::tensor({3, 4}, fx::f64));
+  auto [y, back] = fx::pullback([&](const Tensor& x) { return fx::checkpointed(f, x, a); },
+                                fx::tensor({3, 4}, fx::f64));
   a += 1;  // the recomputation would use the new values
-  EXPECT_TRUE(fx::testing::throws_mentioning([&] { back(fx::ones_like(y)); },
-                                             {"fx::checkpointed", "argument tensor 1", "(2,)",
-                                              "overwritten"}));
+  EXPECT_TRUE(fx::testing::throws_mentioning(
+      [&] { back(fx::ones_like(y)); },
+      {"fx::checkpointed", "argument tensor 1", "(2,)", "overwritten"}));
 }
 
 }  // namespace

@@ -27,8 +27,7 @@ using fx::ad_test::vec;
 // The header's first example: log(1 + exp(x)) with the derivative sigmoid(x).
 auto make_log1pexp() {
   return fx::custom_rule(
-      "log1pexp",
-      [](const Tensor& x) { return fx::relu(x) + fx::log1p(fx::exp(-fx::abs(x))); },
+      "log1pexp", [](const Tensor& x) { return fx::relu(x) + fx::log1p(fx::exp(-fx::abs(x))); },
       [](const Tensor& x, const Tensor&, const Tensor& dy) { return dy * fx::sigmoid(x); });
 }
 
@@ -72,7 +71,7 @@ TEST(CustomRule, IsOneNodeOnTheTapeWhateverItsForwardDoes) {
 
 TEST(CustomRule, DesignDocExampleWithoutAName) {
   auto softclip = fx::custom_rule(
-      [](const Tensor& x) { return fx::tanh(x); },                          // forward
+      [](const Tensor& x) { return fx::tanh(x); },  // forward
       [](const Tensor&, const Tensor& y, const Tensor& dy) { return dy * (1 - y * y); });
   EXPECT_STREQ(softclip.name(), "custom_rule");
   auto r = fx::testing::gradcheck([&](const Tensor& x) { return softclip(x); },
@@ -99,8 +98,7 @@ TEST(CustomRule, ResidualsReachThePullbackAndSecondOrderSeesThem) {
       },
       [](const Tensor&, const Tensor&, const Tensor& r, const Tensor& dy) { return dy * r; });
   Tensor x = f64({0.5, -1.5, 2});
-  expect_near(fx::gradient([&](const Tensor& x) { return fx::sum(cube(x)); }, x),
-              {0.75, 6.75, 12});
+  expect_near(fx::gradient([&](const Tensor& x) { return fx::sum(cube(x)); }, x), {0.75, 6.75, 12});
   Tensor h = fx::gradient(
       [&](const Tensor& x) {
         return fx::sum(fx::gradient([&](const Tensor& z) { return fx::sum(cube(z)); }, x));
@@ -116,11 +114,13 @@ TEST(CustomRule, ResidualsReachThePullbackAndSecondOrderSeesThem) {
 // Hessian of sum(x^3) through a rule whose pullback reads a residual is diag(6x).
 TEST(CustomRule, ForwardModeAndMixedModesThroughARuleWithResiduals) {
   auto cube = fx::custom_rule(
-      "cube", [](const Tensor& x) { return std::tuple{x * x * x, 3 * x * x}; },
+      "cube",
+      [](const Tensor& x) {
+        return std::tuple{x * x * x, 3 * x * x};
+      },
       [](const Tensor&, const Tensor&, const Tensor& r, const Tensor& dy) { return dy * r; });
   Tensor x = f64({0.5, -1.5, 2}), v = f64({1, 2, -1});
-  expect_near(fx::jvp([&](const Tensor& x) { return cube(x); }, x, v).second,
-              {0.75, 13.5, -12});
+  expect_near(fx::jvp([&](const Tensor& x) { return cube(x); }, x, v).second, {0.75, 13.5, -12});
   auto loss = [&](const Tensor& x) { return fx::sum(cube(x)); };
   std::vector<double> want = {3, 0, 0, 0, -9, 0, 0, 0, 12};
   expect_near(fx::hessian(loss, x).reshape({9}), want);          // forward over reverse
@@ -136,26 +136,31 @@ TEST(CustomRule, ForwardModeAndMixedModesThroughARuleWithResiduals) {
 
 TEST(CustomRule, SeveralInputsAndEveryReturnForm) {
   auto fwd = [](const Tensor& a, const Tensor& b) { return a * b; };
-  auto as_tuple = fx::custom_rule("mul_tuple", fwd,
-      [](const Tensor& a, const Tensor& b, const Tensor&, const Tensor& dy) {
-        return std::tuple{dy * b, dy * a}; });
-  auto as_pair = fx::custom_rule("mul_pair", fwd,
-      [](const Tensor& a, const Tensor& b, const Tensor&, const Tensor& dy) {
-        return std::pair{dy * b, dy * a}; });
-  auto as_array = fx::custom_rule("mul_array", fwd,
-      [](const Tensor& a, const Tensor& b, const Tensor&, const Tensor& dy) {
-        return std::array<Tensor, 2>{dy * b, dy * a}; });
-  auto as_vector = fx::custom_rule("mul_vector", fwd,
-      [](const Tensor& a, const Tensor& b, const Tensor&, const Tensor& dy) {
-        return std::vector<Tensor>{dy * b, dy * a}; });
+  auto as_tuple = fx::custom_rule(
+      "mul_tuple", fwd, [](const Tensor& a, const Tensor& b, const Tensor&, const Tensor& dy) {
+        return std::tuple{dy * b, dy * a};
+      });
+  auto as_pair = fx::custom_rule(
+      "mul_pair", fwd, [](const Tensor& a, const Tensor& b, const Tensor&, const Tensor& dy) {
+        return std::pair{dy * b, dy * a};
+      });
+  auto as_array = fx::custom_rule(
+      "mul_array", fwd, [](const Tensor& a, const Tensor& b, const Tensor&, const Tensor& dy) {
+        return std::array<Tensor, 2>{dy * b, dy * a};
+      });
+  auto as_vector = fx::custom_rule(
+      "mul_vector", fwd, [](const Tensor& a, const Tensor& b, const Tensor&, const Tensor& dy) {
+        return std::vector<Tensor>{dy * b, dy * a};
+      });
   Tensor a = fx::testing::randn({4}, {.seed = 3}), b = fx::testing::randn({4}, {.seed = 4});
   for (auto* name : {"tuple", "pair", "array", "vector"}) {
     SCOPED_TRACE(name);
     auto f = [&](const Tensor& a, const Tensor& b) {
       std::string n = name;
-      Tensor y = n == "tuple" ? as_tuple(a, b)
-                 : n == "pair" ? as_pair(a, b)
-                 : n == "array" ? as_array(a, b) : as_vector(a, b);
+      Tensor y = n == "tuple"   ? as_tuple(a, b)
+                 : n == "pair"  ? as_pair(a, b)
+                 : n == "array" ? as_array(a, b)
+                                : as_vector(a, b);
       return fx::tanh(y);
     };
     auto r = fx::testing::gradcheck(f, a, b);
@@ -167,10 +172,11 @@ TEST(CustomRule, AnUndefinedCotangentIsZero) {
   auto first_only = fx::custom_rule(
       "first_only", [](const Tensor& a, const Tensor& b) { return a + b; },
       [](const Tensor&, const Tensor&, const Tensor&, const Tensor& dy) {
-        return std::tuple{dy, Tensor()}; });
-  auto [ga, gb] = fx::gradient(
-      [&](const Tensor& a, const Tensor& b) { return fx::sum(first_only(a, b)); }, f64({1, 2}),
-      f64({3, 4}));
+        return std::tuple{dy, Tensor()};
+      });
+  auto [ga, gb] =
+      fx::gradient([&](const Tensor& a, const Tensor& b) { return fx::sum(first_only(a, b)); },
+                   f64({1, 2}), f64({3, 4}));
   expect_near(ga, {1, 1});
   expect_near(gb, {0, 0});
 }
@@ -179,7 +185,8 @@ TEST(CustomRule, GenericForwardTakesAnExplicitArity) {
   auto scale = fx::custom_rule<2>(
       "scale", [](const auto& x, const auto& s) { return x * s; },
       [](const auto& x, const auto& s, const auto&, const auto& dy) {
-        return std::tuple{dy * s, fx::sum(dy * x)}; });
+        return std::tuple{dy * s, fx::sum(dy * x)};
+      });
   auto r = fx::testing::gradcheck([&](const Tensor& x, const Tensor& s) { return scale(x, s); },
                                   fx::testing::randn({3}, {.seed = 5}), fx::scalar(1.5, fx::f64));
   EXPECT_TRUE(r) << r;
@@ -191,16 +198,15 @@ TEST(CustomRule, GenericForwardTakesAnExplicitArity) {
 TEST(CustomRule, PullbackMayCallBackIntoAD) {
   auto body = [](const Tensor& x, const Tensor& w) { return fx::tanh(x * w) * w; };
   auto via_ad = fx::custom_rule(
-      "via_ad", body,
-      [body](const Tensor& x, const Tensor& w, const Tensor&, const Tensor& dy) {
+      "via_ad", body, [body](const Tensor& x, const Tensor& w, const Tensor&, const Tensor& dy) {
         auto [y, back] = fx::pullback(body, x, w);
         return back(dy);
       });
   Tensor x = fx::testing::randn({5}, {.seed = 6}), w = fx::testing::randn({5}, {.seed = 7});
   auto [gx, gw] = fx::gradient(
       [&](const Tensor& x, const Tensor& w) { return fx::sum(via_ad(x, w) * x); }, x, w);
-  auto [hx, hw] = fx::gradient(
-      [&](const Tensor& x, const Tensor& w) { return fx::sum(body(x, w) * x); }, x, w);
+  auto [hx, hw] =
+      fx::gradient([&](const Tensor& x, const Tensor& w) { return fx::sum(body(x, w) * x); }, x, w);
   expect_near(gx, vec(hx));
   expect_near(gw, vec(hw));
   auto r = fx::testing::gradcheck(
@@ -248,8 +254,7 @@ TEST(CustomRule, MayBeALocalOfTheDifferentiatedFunction) {
         return fx::sum(local(x));
       },
       x);
-  expect_near(back(fx::ones_like(y)), {1 / (1 + std::exp(-0.3)), 1 / (1 + std::exp(2.0))},
-              1e-15);
+  expect_near(back(fx::ones_like(y)), {1 / (1 + std::exp(-0.3)), 1 / (1 + std::exp(2.0))}, 1e-15);
 }
 
 TEST(CustomRule, CapturingAnUntrackedTensorIsFine) {
@@ -273,16 +278,22 @@ TEST(CustomRule, CapturingATrackedTensorNamesTheRule) {
         },
         x0, w0);
   };
-  EXPECT_TRUE(fx::testing::throws_mentioning(bad, {"custom_rule 'leaky'", "not one of its "
-                                                   "arguments", "capture"}));
+  EXPECT_TRUE(fx::testing::throws_mentioning(bad, {"custom_rule 'leaky'",
+                                                   "not one of its "
+                                                   "arguments",
+                                                   "capture"}));
   // Captured into a residual, or when the argument itself is not tracked: same error.
   auto bad_residual = [&] {
     fx::gradient(
         [](const Tensor& w) {
           auto leaky = fx::custom_rule(
-              "leaky_residual", [&w](const Tensor& x) { return std::pair{x * 2, x * w}; },
+              "leaky_residual",
+              [&w](const Tensor& x) {
+                return std::pair{x * 2, x * w};
+              },
               [](const Tensor&, const Tensor&, const Tensor& r, const Tensor& dy) {
-                return dy * r; });
+                return dy * r;
+              });
           return fx::sum(leaky(fx::ones({2}, fx::f64)));
         },
         w0);
@@ -318,13 +329,15 @@ TEST(CustomRule, WrongCotangentShapeOrDtypeNamesTheRuleAndShapes) {
       [](const Tensor&, const Tensor&, const Tensor& dy) { return fx::astype(dy, fx::f32); });
   auto bad_count = fx::custom_rule(
       "bad_count", [](const Tensor& x) { return x * 2; },
-      [](const Tensor&, const Tensor&, const Tensor& dy) { return std::vector<Tensor>{dy, dy}; });
+      [](const Tensor&, const Tensor&, const Tensor& dy) {
+        return std::vector<Tensor>{dy, dy};
+      });
   Tensor x = f64({1, 2, 3});
   auto grad_of = [&](const auto& rule) {
     return [&] { fx::gradient([&](const Tensor& x) { return fx::sum(rule(x)); }, x); };
   };
-  EXPECT_TRUE(fx::testing::throws_mentioning(grad_of(bad_shape),
-                                             {"'bad_shape'", "input 0", "()", "(3,)"}));
+  EXPECT_TRUE(
+      fx::testing::throws_mentioning(grad_of(bad_shape), {"'bad_shape'", "input 0", "()", "(3,)"}));
   EXPECT_TRUE(fx::testing::throws_mentioning(grad_of(bad_dtype), {"'bad_dtype'", "f32", "f64"}));
   EXPECT_TRUE(fx::testing::throws_mentioning(grad_of(bad_count),
                                              {"'bad_count'", "2 cotangents for 1 inputs"}));
@@ -337,8 +350,8 @@ TEST(CustomRule, UndefinedInputOrOutputNamesTheRule) {
   auto none = fx::custom_rule(
       "returns_nothing", [](const Tensor&) { return Tensor(); },
       [](const Tensor&, const Tensor&, const Tensor& dy) { return dy; });
-  EXPECT_TRUE(fx::testing::throws_mentioning([&] { none(f64({1})); },
-                                             {"'returns_nothing'", "undefined"}));
+  EXPECT_TRUE(
+      fx::testing::throws_mentioning([&] { none(f64({1})); }, {"'returns_nothing'", "undefined"}));
 }
 
 // ---- non_differentiable
@@ -422,18 +435,33 @@ TEST(Hook, IsDifferentiatedAgain) {
 TEST(Hook, UntrackedValueIsReturnedAsIsAndNeverCallsTheHook) {
   bool called = false;
   Tensor x = f64({1});
-  Tensor y = fx::hook([&](const Tensor& dy) { called = true; return dy; }, x);
+  Tensor y = fx::hook(
+      [&](const Tensor& dy) {
+        called = true;
+        return dy;
+      },
+      x);
   EXPECT_TRUE(y.same_storage(x));
-  fx::gradient([&](const Tensor& z) { return fx::sum(z * fx::hook([&](const Tensor& d) {
-                                                   called = true; return d; }, x)); }, x);
+  fx::gradient(
+      [&](const Tensor& z) {
+        return fx::sum(z * fx::hook(
+                               [&](const Tensor& d) {
+                                 called = true;
+                                 return d;
+                               },
+                               x));
+      },
+      x);
   EXPECT_FALSE(called);
 }
 
 TEST(Hook, WrongCotangentShapeIsAnError) {
   auto bad = [] {
-    fx::gradient([](const Tensor& x) {
-      return fx::sum(fx::hook([](const Tensor& dy) { return fx::sum(dy); }, x)); },
-                 f64({1, 2}));
+    fx::gradient(
+        [](const Tensor& x) {
+          return fx::sum(fx::hook([](const Tensor& dy) { return fx::sum(dy); }, x));
+        },
+        f64({1, 2}));
   };
   EXPECT_TRUE(fx::testing::throws_mentioning(bad, {"fx::hook", "()", "(2,)"}));
   EXPECT_TRUE(fx::testing::throws_mentioning(

@@ -63,8 +63,8 @@ TEST(Forward, HessiansOfRosenbrockMatchClosedForm) {
   EXPECT_TRUE(fx::allclose(fx::hessian_reverse(rosenbrock, x), want, 1e-12, 1e-12));
   Tensor dir = fx::tensor({1, -2, 0.5}, fx::f64);
   EXPECT_TRUE(fx::allclose(fx::hvp(rosenbrock, x, dir), fx::matmul(want, dir), 1e-12, 1e-12));
-  EXPECT_TRUE(fx::allclose(fx::diaghessian(rosenbrock, x),
-                           fx::tensor({h[0], h[4], h[8]}, fx::f64), 1e-12, 1e-12));
+  EXPECT_TRUE(fx::allclose(fx::diaghessian(rosenbrock, x), fx::tensor({h[0], h[4], h[8]}, fx::f64),
+                           1e-12, 1e-12));
 }
 
 TEST(Forward, ThirdDerivativeByNesting) {
@@ -75,7 +75,7 @@ TEST(Forward, ThirdDerivativeByNesting) {
   Tensor x = fx::scalar(0.7, fx::f64);
   double c = std::cos(0.7), s = std::sin(0.7);
   double want = std::exp(s) * (c * c * c - 3 * s * c - c);
-  EXPECT_NEAR(fx::gradient(d2, x).item(), want, 1e-12);  // reverse^3
+  EXPECT_NEAR(fx::gradient(d2, x).item(), want, 1e-12);     // reverse^3
   auto [y, d3] = fx::jvp(d2, x, fx::scalar(1.0, fx::f64));  // forward over reverse^2
   EXPECT_NEAR(d3.item(), want, 1e-12);
 }
@@ -83,7 +83,8 @@ TEST(Forward, ThirdDerivativeByNesting) {
 TEST(Forward, NoPerturbationConfusion) {
   // d/dx [x * d/dy (x + y)] = 1 at any x, in every combination of modes.
   auto inner_rev = [](const Tensor& x) {
-    return x * fx::gradient([&](const Tensor& y) { return fx::sum(x + y); }, fx::scalar(1.0, fx::f64));
+    return x *
+           fx::gradient([&](const Tensor& y) { return fx::sum(x + y); }, fx::scalar(1.0, fx::f64));
   };
   auto inner_fwd = [](const Tensor& x) {
     auto [v, dv] = fx::jvp([&](const Tensor& y) { return x + y; }, fx::scalar(1.0, fx::f64),
@@ -98,14 +99,14 @@ TEST(Forward, NoPerturbationConfusion) {
 }
 
 TEST(Forward, PrimitiveWithoutPushforwardIsANamedError) {
-  fx::Primitive twice{.name = "twice_without_jvp", .forward = fx::elementwise_forward,
-                      .pullback = [](const fx::PullbackArgs&, const Tensor& dy, Tensor* dx) {
-                        dx[0] = dy * 2.0;
-                      }};
+  fx::Primitive twice{
+      .name = "twice_without_jvp",
+      .forward = fx::elementwise_forward,
+      .pullback = [](const fx::PullbackArgs&, const Tensor& dy, Tensor* dx) { dx[0] = dy * 2.0; }};
   (void)(fx::ones({1}) * 2.0);  // backends register on the first dispatch
   for (fx::Primitive* p : fx::builtin_primitives())
-    if (p == &fx::mul_scalar_p) std::copy(std::begin(p->kernels[0]), std::end(p->kernels[0]),
-                                          std::begin(twice.kernels[0]));
+    if (p == &fx::mul_scalar_p)
+      std::copy(std::begin(p->kernels[0]), std::end(p->kernels[0]), std::begin(twice.kernels[0]));
   fx::Params params;
   params.s = 2;
   auto f = [&](const Tensor& x) { return fx::bind(twice, {x}, params); };

@@ -38,13 +38,15 @@ void expect_matches_fd(F f, const std::vector<double>& x, double tol = 1e-6) {
 }  // namespace
 
 TEST(GenericCode, AutoVariablesAccumulate) {
-  expect_matches_fd([](const auto& w) {
-    auto s = w[0] * w[1];
-    s = s + w[1] * w[2];
-    auto e = exp(w[0]);
-    e = e + exp(w[1]);
-    return s * e;
-  }, {0.3, -0.7, 1.1});
+  expect_matches_fd(
+      [](const auto& w) {
+        auto s = w[0] * w[1];
+        s = s + w[1] * w[2];
+        auto e = exp(w[0]);
+        e = e + exp(w[1]);
+        return s * e;
+      },
+      {0.3, -0.7, 1.1});
 }
 
 TEST(GenericCode, TemplatesDeduceTheNumberTypeFromAnExpression) {
@@ -66,13 +68,15 @@ TEST(GenericCode, StdMaxAndMinOfAVariableAndAnExpression) {
 }
 
 TEST(GenericCode, ComplexPowerWithARealExponent) {
-  expect_matches_fd([](const auto& w) {
-    using T = std::decay_t<decltype(w[0])>;
-    std::complex<T> z(w[0], w[1]);
-    auto p = std::pow(z, w[2]);
-    auto q = std::pow(z, std::complex<T>(w[2], w[0]));
-    return std::real(p) + std::imag(q) + std::abs(p);
-  }, {0.8, -0.6, 1.7});
+  expect_matches_fd(
+      [](const auto& w) {
+        using T = std::decay_t<decltype(w[0])>;
+        std::complex<T> z(w[0], w[1]);
+        auto p = std::pow(z, w[2]);
+        auto q = std::pow(z, std::complex<T>(w[2], w[0]));
+        return std::real(p) + std::imag(q) + std::abs(p);
+      },
+      {0.8, -0.6, 1.7});
 }
 
 TEST(GenericCode, RoundingFunctionsHaveZeroDerivativeAndFmodItsPartials) {
@@ -92,23 +96,25 @@ TEST(GenericCode, RoundingFunctionsHaveZeroDerivativeAndFmodItsPartials) {
 }
 
 TEST(GenericCode, ConditionalsAndStandardAlgorithms) {
-  expect_matches_fd([](const auto& w) {
-    using T = std::decay_t<decltype(w[0])>;
-    std::vector<T> v(w.begin(), w.end());
-    std::sort(v.begin(), v.end());
-    T acc = 0;
-    for (const T& e : v) acc = acc > 1.0 ? acc * e : acc + e * e;
-    return acc + *std::max_element(v.begin(), v.end());
-  }, {0.9, -0.4, 1.6, 0.2});
+  expect_matches_fd(
+      [](const auto& w) {
+        using T = std::decay_t<decltype(w[0])>;
+        std::vector<T> v(w.begin(), w.end());
+        std::sort(v.begin(), v.end());
+        T acc = 0;
+        for (const T& e : v) acc = acc > 1.0 ? acc * e : acc + e * e;
+        return acc + *std::max_element(v.begin(), v.end());
+      },
+      {0.9, -0.4, 1.6, 0.2});
 }
 
 TEST(GenericCode, FoldingMakesOneStatementPerExpression) {
   fx::ad::ScalarRecording rec;
   fx::Real a = rec.variable(2.0), b = rec.variable(3.0), s = rec.variable(1.0);
   const size_t before = rec.tape().size(), ops = rec.tape().operations();
-  s += a * b;                      // one statement: s, a, b
-  fx::Real e = exp(a - b * 2.0);   // one statement: a, b
-  fx::Real z = a * b + sin(a);     // two temporaries merged: one statement
+  s += a * b;                     // one statement: s, a, b
+  fx::Real e = exp(a - b * 2.0);  // one statement: a, b
+  fx::Real z = a * b + sin(a);    // two temporaries merged: one statement
   EXPECT_EQ(rec.tape().size() - before, 3u);
   EXPECT_EQ(rec.tape().operations() - ops, 3u + 2u + 3u);
   const auto& adj = rec.adjoints(s + e + z);
@@ -120,13 +126,13 @@ TEST(GenericCode, FoldingMakesOneStatementPerExpression) {
 TEST(GenericCode, CopiesAndNamedValuesAreNeverFolded) {
   fx::ad::ScalarRecording rec;
   fx::Real x = rec.variable(2.0);
-  fx::Real t = x * x;               // named: its statement must stay x²
-  fx::Real u = fx::Real(t) * 3.0;   // a copy of t, as a getter returning by value makes
-  fx::Real v = t * 1.0;             // t read again
+  fx::Real t = x * x;              // named: its statement must stay x²
+  fx::Real u = fx::Real(t) * 3.0;  // a copy of t, as a getter returning by value makes
+  fx::Real v = t * 1.0;            // t read again
   EXPECT_DOUBLE_EQ(rec.adjoints(v)[x.index()], 4.0);
   EXPECT_DOUBLE_EQ(rec.adjoints(u)[x.index()], 12.0);
   std::complex<fx::Real> z(x * x, x);
-  fx::Real re = -z.real();           // std::complex returns copies: z keeps x²
+  fx::Real re = -z.real();  // std::complex returns copies: z keeps x²
   EXPECT_DOUBLE_EQ(rec.adjoints(re)[x.index()], -4.0);
   EXPECT_DOUBLE_EQ(rec.adjoints(z.real())[x.index()], 4.0);
 }
@@ -137,6 +143,10 @@ TEST(GenericCode, AValueReadAfterBeingMovedIntoAnOperationThrows) {
   fx::Real t = x * x;
   fx::Real u = std::move(t) * 3.0;  // t's statement now computes u
   EXPECT_DOUBLE_EQ(rec.adjoints(u)[x.index()], 12.0);
-  EXPECT_TRUE(fx::testing::throws_mentioning([&] { fx::Real w = t + 1.0; (void)w; },
-                                             {"fx::Real", "std::move"}));
+  EXPECT_TRUE(fx::testing::throws_mentioning(
+      [&] {
+        fx::Real w = t + 1.0;
+        (void)w;
+      },
+      {"fx::Real", "std::move"}));
 }

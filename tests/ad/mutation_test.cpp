@@ -56,7 +56,8 @@ TEST(Mutation, AccumulatingUpdatesInALoop) {
     }
     return fx::sum(acc * acc);
   };
-  Tensor w = fx::testing::randn({3, 3}, {.seed = 4}) * 0.5, x = fx::testing::randn({3}, {.seed = 5});
+  Tensor w = fx::testing::randn({3, 3}, {.seed = 4}) * 0.5,
+         x = fx::testing::randn({3}, {.seed = 5});
   auto r = fx::testing::gradcheck(f, w, x);
   EXPECT_TRUE(r) << r;
 }
@@ -69,7 +70,9 @@ TEST(Mutation, UpdatingAValueAnEarlierOpSavedNamesThatOp) {
     return fx::sum(h);
   };
   EXPECT_TRUE(fx::testing::throws_mentioning(
-      [&] { (void)fx::gradient(f, fx::testing::randn({3, 3}, {.seed = 1})); },
+      [&] {
+        (void)fx::gradient(f, fx::testing::randn({3, 3}, {.seed = 1}));
+      },
       {"'matmul'", "overwritten", "clone"}));
 }
 
@@ -91,7 +94,7 @@ TEST(Mutation, SelfReferentialUpdatesSnapshotTheOldValue) {
 TEST(Mutation, SliceAssignGradientsReachBothOperands) {
   auto f = [](const Tensor& a, const Tensor& b) {
     Tensor m = a * 1.0;
-    m.slice_assign(1, 1, 3, b * b);   // columns 1..2 replaced; a's gradient there is zero
+    m.slice_assign(1, 1, 3, b * b);  // columns 1..2 replaced; a's gradient there is zero
     return fx::sum(m * fx::arange(0, 8, 1, fx::f64).reshape({2, 4}));
   };
   Tensor a = fx::testing::randn({2, 4}, {.seed = 1}), b = fx::testing::randn({2, 2}, {.seed = 2});
@@ -111,16 +114,16 @@ TEST(Mutation, OverwritingAValueTheBackwardPassNeedsIsAnError) {
     return fx::sum(y);
   };
   Tensor x = fx::tensor({0.1, 0.2}, fx::f64);
-  EXPECT_TRUE(fx::testing::throws_mentioning([&] { (void)fx::gradient(f, x); },
-                                             {"exp", "overwritten"}));
+  EXPECT_TRUE(
+      fx::testing::throws_mentioning([&] { (void)fx::gradient(f, x); }, {"exp", "overwritten"}));
 }
 
 TEST(Mutation, WritingThroughAnotherViewOfATrackedValueIsAnError) {
   auto f = [](const Tensor& x) {
     Tensor y = x * 2.0;
     Tensor view = fx::slice(y, 0, 0, 1);
-    view.fill_(5.0);            // changes y's data behind y's handle
-    return fx::sum(y * y);      // y's recorded value is stale: refuse
+    view.fill_(5.0);        // changes y's data behind y's handle
+    return fx::sum(y * y);  // y's recorded value is stale: refuse
   };
   Tensor x = fx::tensor({0.1, 0.2}, fx::f64);
   EXPECT_TRUE(fx::testing::throws_mentioning([&] { (void)fx::gradient(f, x); },
@@ -131,7 +134,8 @@ TEST(Mutation, ExpandedViewsCannotBeWritten) {
   Tensor e = fx::expand(fx::tensor({1.0}), {3});
   EXPECT_TRUE(fx::testing::throws_mentioning([&] { e += 1.0; }, {"operator+=", "expanded"}));
   Tensor x = fx::zeros({2, 2});
-  EXPECT_TRUE(fx::testing::throws_mentioning([&] { x.at({2}) = 1.0; }, {"at", "index 2", "(2, 2)"}));
+  EXPECT_TRUE(
+      fx::testing::throws_mentioning([&] { x.at({2}) = 1.0; }, {"at", "index 2", "(2, 2)"}));
   EXPECT_TRUE(fx::testing::throws_mentioning([&] { x += fx::zeros({3}); }, {"(3,)", "(2, 2)"}));
 }
 

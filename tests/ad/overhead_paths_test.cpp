@@ -102,20 +102,19 @@ TEST(OverheadPaths, FusedMatmulPullbackMatchesComposedRule) {
     Tensor a = fx::randn({4, 400, 10}, gen, t), q = fx::randn({4, 10, 10}, gen, t);
     Tensor w = fx::randn({10, 7}, gen, t);
     auto [y, back] = fx::pullback(
-        [](const Tensor& x, const Tensor& v) { return fx::matmul(x, fx::transpose(v, 1, 2)); },
-        a, q);
+        [](const Tensor& x, const Tensor& v) { return fx::matmul(x, fx::transpose(v, 1, 2)); }, a,
+        q);
     Tensor dy = fx::randn(y.shape(), gen, t);
     auto [da, dq] = back(dy);
     EXPECT_TRUE(fx::allclose(da, fx::matmul(dy, q), tol, tol));
-    EXPECT_TRUE(fx::allclose(dq, fx::transpose(fx::matmul(fx::transpose(a, 1, 2), dy), 1, 2),
-                             tol, tol));
+    EXPECT_TRUE(
+        fx::allclose(dq, fx::transpose(fx::matmul(fx::transpose(a, 1, 2), dy), 1, 2), tol, tol));
     auto [y2, back2] =
         fx::pullback([](const Tensor& x, const Tensor& v) { return fx::matmul(x, v); }, a, w);
     Tensor dy2 = fx::randn(y2.shape(), gen, t);
     auto [da2, dw] = back2(dy2);
     EXPECT_TRUE(fx::allclose(da2, fx::matmul(dy2, fx::transpose(w, 0, 1)), tol, tol));
-    EXPECT_TRUE(
-        fx::allclose(dw, fx::sum(fx::matmul(fx::transpose(a, 1, 2), dy2), {0}), tol, tol));
+    EXPECT_TRUE(fx::allclose(dw, fx::sum(fx::matmul(fx::transpose(a, 1, 2), dy2), {0}), tol, tol));
   });
 }
 
@@ -144,8 +143,8 @@ TEST(OverheadPaths, FusedMulAndTinyMatmulPullbacksMatchComposedRules) {
     Tensor wt = fx::transpose(fx::randn({6, 4}, gen, t), 0, 1);
     Tensor g = fx::randn({3, 6}, gen, t);
     for (const Tensor& rhs : {w, wt}) {
-      auto [y, back] = fx::pullback(
-          [](const Tensor& u, const Tensor& v) { return fx::matmul(u, v); }, x, rhs);
+      auto [y, back] =
+          fx::pullback([](const Tensor& u, const Tensor& v) { return fx::matmul(u, v); }, x, rhs);
       auto [dx, dw] = back(g);
       EXPECT_TRUE(fx::allclose(dx, fx::matmul(g, fx::transpose(rhs, 0, 1)), tol, tol));
       EXPECT_TRUE(fx::allclose(dw, fx::matmul(fx::transpose(x, 0, 1), g), tol, tol));
@@ -224,8 +223,8 @@ TEST(OverheadPaths, SliceCotangentsAccumulateIntoTheRunningSum) {
   Tensor x = fx::ad_test::f64({0.5, -1, 2, 3, -0.25, 1.5, 4, -2});
   auto f = [](const Tensor& v) {
     Tensor a = fx::slice(v, 0, 0, 4), b = fx::slice(v, 0, 4, 8);  // disjoint halves
-    Tensor c = fx::slice(v, 0, 2, 6);                               // overlaps both
-    Tensor d = fx::slice(v, 0, 1, 8, 3);                            // strided: 1, 4, 7
+    Tensor c = fx::slice(v, 0, 2, 6);                             // overlaps both
+    Tensor d = fx::slice(v, 0, 1, 8, 3);                          // strided: 1, 4, 7
     return fx::sum(a * a) + fx::sum(b * 3.0) + fx::sum(fx::exp(c)) + fx::sum(d * d * d);
   };
   auto [y, back] = fx::pullback(f, x);

@@ -7,10 +7,10 @@
 #include <fluxion/ad/reverse.hpp>
 #include <fluxion/ops.hpp>
 
-#include "ad_test_helpers.hpp"
 #include <random>
 #include <stdexcept>
 #include <vector>
+#include "ad_test_helpers.hpp"
 
 namespace {
 
@@ -80,7 +80,8 @@ TEST(PreaccumulatedSum, TapeKeepsOneStatementForTheWholeSum) {
   for (double v : {0.3, -0.7, 0.2}) p.push_back(rec.variable(v));
   std::vector<fx::Real> scratch(p.size());
   const size_t before = rec.tape().size();
-  fx::Real s = fx::preaccumulated_sum(pts.size(), [&](size_t i) { return loss_term(p, pts[i], scratch); });
+  fx::Real s =
+      fx::preaccumulated_sum(pts.size(), [&](size_t i) { return loss_term(p, pts[i], scratch); });
   EXPECT_EQ(rec.tape().size(), before + 1);
   EXPECT_EQ(rec.tape().operations(), p.size());  // one operand per parameter the terms read
   // Its adjoints are the summed term gradients.
@@ -113,7 +114,8 @@ TEST(PreaccumulatedSum, TermsMayReturnConstantsOrEarlierValues) {
 TEST(PreaccumulatedSum, NestedSumsAndRepeatedSumsAreCorrect) {
   auto f = [](const auto& q) {
     auto outer = fx::preaccumulated_sum(4, [&](size_t i) {
-      return fx::preaccumulated_sum(3, [&](size_t j) { return q[0] * q[1] * double(i + j) + sin(q[0] * j); });
+      return fx::preaccumulated_sum(
+          3, [&](size_t j) { return q[0] * q[1] * double(i + j) + sin(q[0] * j); });
     });
     auto again = fx::preaccumulated_sum(5, [&](size_t i) { return outer * q[1] * double(i); });
     return outer + again;
@@ -139,7 +141,12 @@ TEST(PreaccumulatedSum, RealsThatEscapeTheirTermAreRejected) {
     return t;
   });
   EXPECT_DOUBLE_EQ(s.value(), 12.0);
-  EXPECT_THROW({ fx::Real bad = kept * x; (void)bad; }, fx::Error);
+  EXPECT_THROW(
+      {
+        fx::Real bad = kept * x;
+        (void)bad;
+      },
+      fx::Error);
   // The recording is still usable, and the sum's gradient is right.
   EXPECT_DOUBLE_EQ(rec.adjoints(s)[x.index()], 6.0);
 }
@@ -182,7 +189,12 @@ TEST(PreaccumulatedSum, TemporariesFollowTheSameRulesAsNamedReals) {
     return before * t;  // a fresh temporary returned from the term
   });
   EXPECT_DOUBLE_EQ(s.value(), 10.0 * 2 + 10.0 * 4);
-  EXPECT_THROW({ fx::Real bad = escaped * 2.0; (void)bad; }, fx::Error);
+  EXPECT_THROW(
+      {
+        fx::Real bad = escaped * 2.0;
+        (void)bad;
+      },
+      fx::Error);
   const auto& adj = rec.adjoints(s);  // s = x y (x + 2x) = 3 x^2 y
   EXPECT_DOUBLE_EQ(adj[x.index()], 6 * 2.0 * 5.0);
   EXPECT_DOUBLE_EQ(adj[y.index()], 3 * 2.0 * 2.0);

@@ -113,8 +113,8 @@ TEST(Reverse, NestedStructsAndVectorsOfStructs) {
 
 TEST(Reverse, StandardContainersAsArguments) {
   Tensor a = f64({1, 2}), b = f64({3, -1});
-  auto gv = fx::gradient(
-      [](const std::vector<Tensor>& v) { return fx::sum(v[0] * v[1]); }, std::vector<Tensor>{a, b});
+  auto gv = fx::gradient([](const std::vector<Tensor>& v) { return fx::sum(v[0] * v[1]); },
+                         std::vector<Tensor>{a, b});
   ASSERT_EQ(gv.size(), 2u);
   expect_near(gv[0], vec(b));
   expect_near(gv[1], vec(a));
@@ -132,9 +132,9 @@ TEST(Reverse, StandardContainersAsArguments) {
   expect_near(std::get<0>(gt), {1, 1});
   expect_near(std::get<1>(gt), {-3, -3});
 
-  auto gp = fx::gradient(
-      [](const std::pair<Tensor, Tensor>& p) { return fx::sum(p.first * p.second); },
-      std::make_pair(a, b));
+  auto gp =
+      fx::gradient([](const std::pair<Tensor, Tensor>& p) { return fx::sum(p.first * p.second); },
+                   std::make_pair(a, b));
   expect_near(gp.second, vec(a));
 
   std::map<std::string, Tensor> named{{"alpha", a}, {"beta", b}};
@@ -185,9 +185,7 @@ TEST(Reverse, WithgradientReturnsTheValueAndAuxiliaryOutputs) {
   expect_near(r.grad, {2, -4, 6});
 
   auto t = fx::withgradient(
-      [](const Tensor& a, const Tensor& b) {
-        return std::make_tuple(fx::sum(a * b), a + b, 42);
-      },
+      [](const Tensor& a, const Tensor& b) { return std::make_tuple(fx::sum(a * b), a + b, 42); },
       x, f64({1, 1, 1}));
   EXPECT_DOUBLE_EQ(std::get<0>(t.val).item(), 2);
   expect_near(std::get<1>(t.val), {2, -1, 4});
@@ -263,8 +261,8 @@ TEST(Reverse, FanOutAccumulates) {
   auto g = fx::gradient([](const Tensor& x) { return fx::sum(x * x + x + fx::sin(x)); }, x);
   expect_near(g, {4 + std::cos(1.5), -3 + std::cos(-2.0)});
   // The same tensor passed as two arguments: each argument gets its own cotangent.
-  auto [ga, gb] = fx::gradient([](const Tensor& a, const Tensor& b) { return fx::sum(a * b * b); },
-                               x, x);
+  auto [ga, gb] =
+      fx::gradient([](const Tensor& a, const Tensor& b) { return fx::sum(a * b * b); }, x, x);
   expect_near(ga, {2.25, 4});
   expect_near(gb, {2 * 1.5 * 1.5, 2 * -2 * -2.0});
   // Broadcasting is fan-out too: a (1,) operand used across (3,).
@@ -310,10 +308,10 @@ TEST(Reverse, GradientOfGradient) {
   // d^2/dx^2 sin(x) * x = 2 cos(x) - x sin(x)
   auto f = [](const Tensor& x) { return fx::sin(x) * x; };
   double v = 0.8;
-  EXPECT_NEAR(fx::gradient([&](const Tensor& x) { return fx::gradient(f, x); },
-                           fx::scalar(v, fx::f64))
-                  .item(),
-              2 * std::cos(v) - v * std::sin(v), 1e-12);
+  EXPECT_NEAR(
+      fx::gradient([&](const Tensor& x) { return fx::gradient(f, x); }, fx::scalar(v, fx::f64))
+          .item(),
+      2 * std::cos(v) - v * std::sin(v), 1e-12);
 }
 
 TEST(Reverse, NestedDerivativesDoNotConfusePerturbations) {

@@ -117,9 +117,9 @@ TEST(ScalarAD, AutoExpressionsKeepTheirOperandsValues) {
 TEST(ScalarAD, ConditionalsOverDifferentExpressionsHaveAType) {
   auto f = [](auto u) {
     decltype(u) s = 0;
-    s += u > 0 ? u * u : exp(u);   // two operands or one
-    s += u > 10 ? u * u : 0.0;     // an expression or a number
-    s += u < 0 ? u : u * 2.0;      // a Real or an expression
+    s += u > 0 ? u * u : exp(u);  // two operands or one
+    s += u > 10 ? u * u : 0.0;    // an expression or a number
+    s += u < 0 ? u : u * 2.0;     // a Real or an expression
     return s;
   };
   EXPECT_DOUBLE_EQ(fx::gradient(f, 2.0), 2 * 2.0 + 2.0);
@@ -132,8 +132,12 @@ TEST(ScalarAD, ExpressionsOfAFinishedRecordingAreRejected) {
     fx::ad::ScalarRecording rec;
     stale = rec.variable(2.0);
   }
-  EXPECT_TRUE(fx::testing::throws_mentioning([&] { fx::Real r = stale * stale + 1.0; (void)r; },
-                                             {"fx::Real"}));
+  EXPECT_TRUE(fx::testing::throws_mentioning(
+      [&] {
+        fx::Real r = stale * stale + 1.0;
+        (void)r;
+      },
+      {"fx::Real"}));
   EXPECT_TRUE(fx::testing::throws_mentioning(
       [&] { (void)fx::gradient([&](auto x) { return x * stale; }, 1.0); }, {"fx::Real"}));
 }

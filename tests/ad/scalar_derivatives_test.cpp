@@ -74,7 +74,10 @@ TEST(ScalarDerivatives, DerivativeOfScalarAndVectorValuedFunctions) {
               std::sin(1.3) + 1.3 * std::cos(1.3), 1e-15);
   EXPECT_EQ(fx::derivative([](auto) { return 4.0; }, 1.0), 0.0);  // constant: zero
   std::vector<double> d = fx::derivative(
-      [](auto x) { return std::vector<decltype(x)>{x * x, exp(2 * x)}; }, 0.5);
+      [](auto x) {
+        return std::vector<decltype(x)>{x * x, exp(2 * x)};
+      },
+      0.5);
   ASSERT_EQ(d.size(), 2u);
   EXPECT_DOUBLE_EQ(d[0], 1.0);
   EXPECT_DOUBLE_EQ(d[1], 2 * std::exp(1.0));
@@ -94,8 +97,7 @@ TEST(ScalarDerivatives, PerturbationConfusionIsAvoidedByLevels) {
   EXPECT_EQ((x * inner_confused).partial(0), 2.0);
   // Siskind & Pearlmutter's second example: d/dx [x · d/dy (x · y)] at x = 2 is 2x = 4.
   EXPECT_EQ(fx::derivative(
-                [](auto x) { return x * fx::derivative([&](auto y) { return x * y; }, 3.0); },
-                2.0),
+                [](auto x) { return x * fx::derivative([&](auto y) { return x * y; }, 3.0); }, 2.0),
             4.0);
 }
 
@@ -165,7 +167,9 @@ TEST(ScalarDerivatives, JacobianForwardRejectsAChangingOutputLength) {
     return y;
   };
   EXPECT_TRUE(fx::testing::throws_mentioning(
-      [&] { (void)fx::jacobian_forward<1>(f, std::vector<double>{1.0, 2.0}); },
+      [&] {
+        (void)fx::jacobian_forward<1>(f, std::vector<double>{1.0, 2.0});
+      },
       {"fx::jacobian_forward", "outputs"}));
 }
 
@@ -206,8 +210,8 @@ TEST(ScalarDerivatives, HvpAndDiagHessianAgreeWithTheHessian) {
   auto rd = fx::diaghessian([](const auto& x) { return rosenbrock(x); }, kX);
   auto rh = rosenbrock_hessian(kX);
   for (size_t i = 0; i < kX.size(); ++i) EXPECT_NEAR(rd[i], rh[i][i], 1e-11);
-  EXPECT_TRUE(fx::testing::throws_mentioning([&] { (void)fx::hvp(f, kX, {1.0}); },
-                                             {"fx::hvp", "7", "1"}));
+  EXPECT_TRUE(
+      fx::testing::throws_mentioning([&] { (void)fx::hvp(f, kX, {1.0}); }, {"fx::hvp", "7", "1"}));
 }
 
 TEST(ScalarDerivatives, OperatorsNestInsideEachOther) {
@@ -238,9 +242,7 @@ TEST(ScalarDerivatives, ReverseOverForwardThroughFxGradient) {
   double want = 2 * std::sin(x) + 4 * x * std::cos(x) - x * x * std::sin(x);
   EXPECT_NEAR(fx::gradient(d1, x), want, 1e-13);
   // The inner function may capture the outer fx::Real: d/dx [d/dt (x t³) at t = 2] = 12.
-  auto captured = [](auto x) {
-    return fx::derivative([&](auto t) { return x * t * t * t; }, 2.0);
-  };
+  auto captured = [](auto x) { return fx::derivative([&](auto t) { return x * t * t * t; }, 2.0); };
   EXPECT_DOUBLE_EQ(fx::gradient(captured, 0.7), 12.0);
 }
 
@@ -300,7 +302,7 @@ TEST(ScalarDerivatives, ZygotePaperTaylorSeriesGradient) {
   double g = fx::gradient([&](auto x) { return taylor_sin(x, 1e-8, terms); }, 1.0);
   EXPECT_NEAR(g, 0.5403023037918872, 1e-12);
   EXPECT_DOUBLE_EQ(g, 0.5403023037918872);  // in fact the same double Zygote prints
-  EXPECT_EQ(terms.size(), 6u);  // the terms for i = 1, 3, ..., 11 were added
+  EXPECT_EQ(terms.size(), 6u);              // the terms for i = 1, 3, ..., 11 were added
   EXPECT_NEAR(g, cos_series(5), 1e-15);
   EXPECT_GT(std::abs(g - std::cos(1.0)), 2e-9);  // the tolerance matters: this is not cos(1)
   // Forward mode agrees (ForwardDiff.derivative in the paper), and so does a central difference
@@ -312,6 +314,6 @@ TEST(ScalarDerivatives, ZygotePaperTaylorSeriesGradient) {
   double fd = (taylor_sin(1.0 + h, 1e-8, terms) - taylor_sin(1.0 - h, 1e-8, terms)) / (2 * h);
   EXPECT_NEAR(g, fd, 1e-8);
   // A tighter tolerance keeps one more term.
-  EXPECT_NEAR(fx::gradient([&](auto x) { return taylor_sin(x, 1e-10, terms); }, 1.0),
-              cos_series(6), 1e-15);
+  EXPECT_NEAR(fx::gradient([&](auto x) { return taylor_sin(x, 1e-10, terms); }, 1.0), cos_series(6),
+              1e-15);
 }

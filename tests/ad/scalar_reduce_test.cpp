@@ -113,7 +113,8 @@ TEST(ScalarReduce, ConstantsOnlyRecordNothing) {
   EXPECT_EQ(s.value(), 6.0);
   EXPECT_EQ(q.value(), 14.0);
   // With no recording at all, constants reduce to constants.
-  EXPECT_EQ(fx::dot_product(std::vector<double>{1, 2}, std::vector<fx::Real>{3.0, 4.0}).value(), 11.0);
+  EXPECT_EQ(fx::dot_product(std::vector<double>{1, 2}, std::vector<fx::Real>{3.0, 4.0}).value(),
+            11.0);
 }
 
 TEST(ScalarReduce, InsidePreaccumulatedSumsAndHessians) {
@@ -164,8 +165,8 @@ TEST(ScalarReduce, Errors) {
                                       [&](size_t i) {
                                         fx::Real t = v[0] * double(i + 1);
                                         if (i == 1)
-                                          return fx::Real(fx::dot_product(
-                                              std::span(&kept, 1), std::span(v.data(), 1)));
+                                          return fx::Real(fx::dot_product(std::span(&kept, 1),
+                                                                          std::span(v.data(), 1)));
                                         kept = t;
                                         return t;
                                       }),

@@ -40,9 +40,8 @@ struct Quadratic {
 
 TEST(StructuredGradients, NumbersInAVectorGetTheirDerivativeNotTheirValue) {
   fx::Tensor w = fx::ones({2}, fx::f64);
-  auto [gw, gv] = fx::gradient(
-      [](const fx::Tensor& t, const auto& v) { return fx::sum(t * v[0]); }, w,
-      std::vector<double>{5, 7});
+  auto [gw, gv] = fx::gradient([](const fx::Tensor& t, const auto& v) { return fx::sum(t * v[0]); },
+                               w, std::vector<double>{5, 7});
   fx::ad_test::expect_near(gw, {5.0, 5.0});
   EXPECT_EQ(gv, (std::vector<double>{2, 0}));  // d/dv0 sum(w) = 2; v1 is unused: 0, not 7
 }
@@ -57,8 +56,8 @@ TEST(StructuredGradients, ANumberFieldOfAClassTemplateIsTracedInTensorCode) {
 
 TEST(StructuredGradients, ANumberArgumentOfATensorFunctionGetsItsDerivative) {
   fx::Tensor w = fx::tensor({1.0, 2.0}, fx::f64);
-  auto [gw, gs] = fx::gradient([](const fx::Tensor& t, const auto& s) { return fx::sum(t * t * s); },
-                               w, 3.0);
+  auto [gw, gs] =
+      fx::gradient([](const fx::Tensor& t, const auto& s) { return fx::sum(t * t * s); }, w, 3.0);
   EXPECT_DOUBLE_EQ(gs, 5.0);
   fx::ad_test::expect_near(gw, {6.0, 12.0});
 }
@@ -123,12 +122,14 @@ TEST(StructuredGradients, ScalarGradientInsideAScalarGradient) {
       fx::gradient([](auto x) { return fx::gradient([&](auto y) { return x * y * y; }, x); }, 3.0),
       12.0);
   // A vector inside: the gradient of ‖v‖² is 2v; the gradient of its sum is 2 everywhere.
-  auto g = fx::gradient([](const auto& v) {
-    auto inner = fx::gradient([](const auto& u) { return u[0] * u[0] + u[1] * u[1]; }, v);
-    return inner[0] + inner[1] * v[0];
-  }, std::vector<double>{1.5, -2.0});
+  auto g = fx::gradient(
+      [](const auto& v) {
+        auto inner = fx::gradient([](const auto& u) { return u[0] * u[0] + u[1] * u[1]; }, v);
+        return inner[0] + inner[1] * v[0];
+      },
+      std::vector<double>{1.5, -2.0});
   EXPECT_DOUBLE_EQ(g[0], 2.0 + 2 * -2.0);  // d/dv0 [2 v0 + 2 v1 v0] = 2 + 2 v1
-  EXPECT_DOUBLE_EQ(g[1], 2 * 1.5);  // d/dv1 [2 v1 v0] = 2 v0
+  EXPECT_DOUBLE_EQ(g[1], 2 * 1.5);         // d/dv1 [2 v1 v0] = 2 v0
 }
 
 TEST(StructuredGradients, ScalarReverseJacobianMatchesForwardMode) {

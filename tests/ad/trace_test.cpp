@@ -97,8 +97,9 @@ TEST(Trace, InPlaceUpdatesOfTracedValuesAreRecorded) {
 TEST(Cond, EagerPicksOneBranchAndIsDifferentiable) {
   Tensor x = tensor({1, 2, 3}, f64);
   auto f = [](const Tensor& v) {
-    return sum(cond(sum(v) > 0.0, [](const Tensor& a) { return a * a; },
-                    [](const Tensor& a) { return -a; }, v));
+    return sum(cond(
+        sum(v) > 0.0, [](const Tensor& a) { return a * a; }, [](const Tensor& a) { return -a; },
+        v));
   };
   EXPECT_DOUBLE_EQ(f(x).item(), 14);
   EXPECT_DOUBLE_EQ(f(-x).item(), 6);
@@ -108,8 +109,8 @@ TEST(Cond, EagerPicksOneBranchAndIsDifferentiable) {
 
 TEST(Cond, TracedRecordsBothBranchesAndSelects) {
   auto f = [](const Tensor& v) {
-    return cond(sum(v) > 0.0, [](const Tensor& a) { return a * a; },
-                [](const Tensor& a) { return -a; }, v);
+    return cond(
+        sum(v) > 0.0, [](const Tensor& a) { return a * a; }, [](const Tensor& a) { return -a; }, v);
   };
   Tensor x = tensor({1, 2, 3}, f64);
   Graph g = trace(f, x);
@@ -123,8 +124,8 @@ TEST(Cond, TracedRecordsBothBranchesAndSelects) {
 
 TEST(Cond, BranchesOfDifferentShapesAreAnErrorWhenTraced) {
   auto f = [](const Tensor& v) {
-    return cond(sum(v) > 0.0, [](const Tensor& a) { return a; },
-                [](const Tensor& a) { return sum(a); }, v);
+    return cond(
+        sum(v) > 0.0, [](const Tensor& a) { return a; }, [](const Tensor& a) { return sum(a); }, v);
   };
   EXPECT_THROW(trace(f, ones({3})), Error);
 }

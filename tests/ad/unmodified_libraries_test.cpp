@@ -53,7 +53,8 @@ auto odeint_objective = [](const auto& k) {
     dx[0] = x[1];
     dx[1] = -k[0] * x[0] - k[1] * x[1];
   };
-  auto stepper = odeint::make_controlled(1e-12, 1e-12, odeint::runge_kutta_dopri5<State, T, State, T>());
+  auto stepper =
+      odeint::make_controlled(1e-12, 1e-12, odeint::runge_kutta_dopri5<State, T, State, T>());
   odeint::integrate_adaptive(stepper, rhs, u, T(0.0), T(2.0), T(0.01));
   return u[0];
 };

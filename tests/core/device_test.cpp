@@ -66,8 +66,14 @@ TEST(Device, ModelsMoveAndOutputsizeNeedsNoData) {
 // mixed-device error without a GPU.
 class HostPosingAsCuda : public Allocator {
  public:
-  void* allocate(size_t n, Device) override { ++live; return std::malloc(n ? n : 1); }
-  void deallocate(void* p, size_t, Device) override { --live; std::free(p); }
+  void* allocate(size_t n, Device) override {
+    ++live;
+    return std::malloc(n ? n : 1);
+  }
+  void deallocate(void* p, size_t, Device) override {
+    --live;
+    std::free(p);
+  }
   int live = 0;
 };
 

@@ -33,7 +33,8 @@ TEST(Tensor, ViewsShareStorageWithStrides) {
 
   Tensor s = fx::slice(x, 2, 1, 4, 2);  // x[:, :, 1:4:2]
   EXPECT_EQ(s.shape(), (fx::Shape{2, 3, 2}));
-  EXPECT_EQ(fx::to_vector<float>(s), (std::vector<float>{1, 3, 5, 7, 9, 11, 13, 15, 17, 19, 21, 23}));
+  EXPECT_EQ(fx::to_vector<float>(s),
+            (std::vector<float>{1, 3, 5, 7, 9, 11, 13, 15, 17, 19, 21, 23}));
   EXPECT_TRUE(s.same_storage(x));
 
   Tensor e = fx::expand(fx::tensor({1, 2, 3}), {4, 3});
@@ -106,9 +107,13 @@ TEST(Tensor, SteadyStateTrainingStepDoesNotCallMalloc) {
 
 TEST(Tensor, BadAccessThrowsNamedErrors) {
   Tensor x = fx::zeros({2, 3});
-  EXPECT_TRUE(fx::testing::throws_mentioning([&] { (void)x.data<double>(); }, {"data", "f32", "f64"}));
+  EXPECT_TRUE(
+      fx::testing::throws_mentioning([&] { (void)x.data<double>(); }, {"data", "f32", "f64"}));
   EXPECT_TRUE(fx::testing::throws_mentioning([&] { (void)x.item(); }, {"item", "(2, 3)"}));
   EXPECT_TRUE(fx::testing::throws_mentioning([&] { (void)x.size(2); }, {"size", "axis 2"}));
-  EXPECT_TRUE(fx::testing::throws_mentioning([] { fx::Shape({1, 2, 3, 4, 5, 6, 7, 8, 9}); },
-                                             {"Shape", "9 dimensions"}));
+  EXPECT_TRUE(fx::testing::throws_mentioning(
+      [] {
+        fx::Shape({1, 2, 3, 4, 5, 6, 7, 8, 9});
+      },
+      {"Shape", "9 dimensions"}));
 }

@@ -42,10 +42,12 @@ double first(const fx::Tensor& t) { return fx::to_vector<double>(t)[0]; }
 TEST(Traversal, ZipTensorsVisitsOnlyTensorsInFieldOrderAndInLockstep) {
   Outer x = make(0), y = make(10);
   std::vector<double> xs, ys;
-  fx::zip_tensors([&](const fx::Tensor& a, const fx::Tensor& b) {
-    xs.push_back(first(a));
-    ys.push_back(first(b));
-  }, x, y);
+  fx::zip_tensors(
+      [&](const fx::Tensor& a, const fx::Tensor& b) {
+        xs.push_back(first(a));
+        ys.push_back(first(b));
+      },
+      x, y);
   EXPECT_EQ(xs, (std::vector<double>{1, 2, 3, 4, 5, 6}));
   EXPECT_EQ(ys, (std::vector<double>{11, 12, 13, 14, 15, 16}));
 }
@@ -53,13 +55,15 @@ TEST(Traversal, ZipTensorsVisitsOnlyTensorsInFieldOrderAndInLockstep) {
 TEST(Traversal, ZipLeavesAlsoVisitsNumbersAndStrings) {
   Outer x = make(0);
   int tensors = 0, doubles = 0, strings = 0, ints = 0;
-  fx::zip_leaves([&](auto& leaf) {
-    using L = std::remove_cvref_t<decltype(leaf)>;
-    if constexpr (std::is_same_v<L, fx::Tensor>) ++tensors;
-    else if constexpr (std::is_same_v<L, double>) ++doubles;
-    else if constexpr (std::is_same_v<L, std::string>) ++strings;
-    else if constexpr (std::is_same_v<L, int>) ++ints;
-  }, x);
+  fx::zip_leaves(
+      [&](auto& leaf) {
+        using L = std::remove_cvref_t<decltype(leaf)>;
+        if constexpr (std::is_same_v<L, fx::Tensor>) ++tensors;
+        else if constexpr (std::is_same_v<L, double>) ++doubles;
+        else if constexpr (std::is_same_v<L, std::string>) ++strings;
+        else if constexpr (std::is_same_v<L, int>) ++ints;
+      },
+      x);
   EXPECT_EQ(tensors, 6);
   EXPECT_EQ(doubles, 2);
   EXPECT_EQ(strings, 2);

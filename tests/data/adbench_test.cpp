@@ -2,10 +2,10 @@
 // files that must throw.
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <filesystem>
 #include <fluxion/data/adbench.hpp>
 #include <fluxion/testing/helpers.hpp>
-#include <cmath>
 #include <fstream>
 #include <sstream>
 #include <string>
@@ -31,8 +31,8 @@ std::string write_temp(const std::string& name, const std::string& text) {
 ::testing::AssertionResult read_throws(const std::string& text,
                                        const std::vector<std::string>& parts) {
   std::string path = write_temp("bad.txt", text), message;
-  bool ok = fx::testing::throws_mentioning([&] { (void)fx::data::read_gmm(path); }, parts,
-                                           &message);
+  bool ok =
+      fx::testing::throws_mentioning([&] { (void)fx::data::read_gmm(path); }, parts, &message);
   std::filesystem::remove(path);
   if (ok) return ::testing::AssertionSuccess();
   return ::testing::AssertionFailure() << "message: " << message;
@@ -100,8 +100,7 @@ TEST(AdbenchGmm, MalformedFilesThrowNamingTheProblem) {
 namespace {
 
 // n=2 cameras, m=3 points, p=5 observations: one camera, one point, one weight, one feature.
-const std::string kBa =
-    "2 3 5\n0.1 0.2 0.3 1 2 3 400 5 6 0.01 0.02\n7 8 9\n0.5\n10 -20\n";
+const std::string kBa = "2 3 5\n0.1 0.2 0.3 1 2 3 400 5 6 0.01 0.02\n7 8 9\n0.5\n10 -20\n";
 
 ::testing::AssertionResult ba_throws(const std::string& text,
                                      const std::vector<std::string>& parts) {
@@ -210,8 +209,8 @@ struct HandFiles {
 
 // Writes the model and `instance` under a temp folder, reads them, and removes the folder.
 fx::data::HandInput read_hand_files(const HandFiles& f, const std::string& instance) {
-  std::filesystem::path dir = std::filesystem::temp_directory_path() /
-                              ("fx_adbench_hand_" + std::to_string(::getpid()));
+  std::filesystem::path dir =
+      std::filesystem::temp_directory_path() / ("fx_adbench_hand_" + std::to_string(::getpid()));
   std::filesystem::create_directories(dir);
   std::ofstream(dir / "bones.txt") << f.bones;
   std::ofstream(dir / "vertices.txt") << f.vertices;
@@ -277,10 +276,8 @@ TEST(AdbenchHand, ReadsTheShippedSimpleInstance) {
   for (int b = 0; b < 22; ++b) {
     const double* rel = &h.base_relatives[size_t(16) * b];
     const int p = h.parents[size_t(b)];
-    if (p < 0)
-      std::copy(rel, rel + 16, &absolute[size_t(16) * b]);
-    else
-      mul4(&absolute[size_t(16) * p], rel, &absolute[size_t(16) * b]);
+    if (p < 0) std::copy(rel, rel + 16, &absolute[size_t(16) * b]);
+    else mul4(&absolute[size_t(16) * p], rel, &absolute[size_t(16) * b]);
     double id[16];
     mul4(&h.inverse_base_absolutes[size_t(16) * b], &absolute[size_t(16) * b], id);
     for (int k = 0; k < 16; ++k) EXPECT_NEAR(id[k], k % 5 == 0 ? 1.0 : 0.0, 1e-5) << "bone " << b;
@@ -366,9 +363,7 @@ TEST(AdbenchHand, MalformedFilesThrowNamingTheProblem) {
       [] { (void)fx::data::read_hand("/nonexistent/hand_model", "/nonexistent/hand1.txt"); },
       {"fx::data::read_hand", "cannot open", "/nonexistent/hand_model/bones.txt"}));
   EXPECT_TRUE(fx::testing::throws_mentioning(
-      [] {
-        (void)fx::data::read_hand(kHandDir + "simple_small/model", "/nonexistent/hand1.txt");
-      },
+      [] { (void)fx::data::read_hand(kHandDir + "simple_small/model", "/nonexistent/hand1.txt"); },
       {"fx::data::read_hand", "cannot open", "/nonexistent/hand1.txt"}));
 
   // The instance: truncated (a theta missing), neither variant, bad header, bad numbers.
@@ -384,8 +379,9 @@ TEST(AdbenchHand, MalformedFilesThrowNamingTheProblem) {
   // Correspondences: vertices 0..2 (simple), triangle 0 only (complicated).
   bad = in;
   bad.replace(bad.find("2 0.4"), 1, "3");
-  EXPECT_TRUE(hand_throws(f, bad, {"instance.txt", "line 3", "vertex correspondence of point 1",
-                                   "is 3", "outside [0, 2]"}));
+  EXPECT_TRUE(hand_throws(
+      f, bad,
+      {"instance.txt", "line 3", "vertex correspondence of point 1", "is 3", "outside [0, 2]"}));
   bad = f.complicated;
   bad.replace(bad.find("0 0.4"), 1, "1");
   EXPECT_TRUE(hand_throws(f, bad, {"triangle correspondence of point 1", "is 1", "[0, 0]"}));
@@ -393,8 +389,8 @@ TEST(AdbenchHand, MalformedFilesThrowNamingTheProblem) {
   // bones.txt: a parent that does not precede its child, a bad root, field count, non-numbers.
   HandFiles m = f;
   m.bones = bone("root", -1, 0) + bone("tip", 1, 100);
-  EXPECT_TRUE(hand_throws(m, in, {"fx::data::read_hand", "bones.txt", "line 2", "parent", "is 1",
-                                  "outside [-1, 0]"}));
+  EXPECT_TRUE(hand_throws(
+      m, in, {"fx::data::read_hand", "bones.txt", "line 2", "parent", "is 1", "outside [-1, 0]"}));
   m.bones = bone("root", -2, 0);
   EXPECT_TRUE(hand_throws(m, in, {"bones.txt", "line 1", "is -2"}));
   m.bones = bone("root", -1, 0) + "tip:0:1:2\n";

@@ -58,7 +58,8 @@ void expect_error(Fn&& fn, std::initializer_list<std::string> parts) {
     ADD_FAILURE() << "no fx::Error thrown";
   } catch (const fx::Error& e) {
     std::string msg = e.what();
-    for (const auto& p : parts) EXPECT_NE(msg.find(p), std::string::npos) << msg << "\n  lacks: " << p;
+    for (const auto& p : parts)
+      EXPECT_NE(msg.find(p), std::string::npos) << msg << "\n  lacks: " << p;
   }
 }
 
@@ -68,7 +69,8 @@ Bytes small_u8() { return {0, 0, 0x08, 2, 0, 0, 0, 2, 0, 0, 0, 3, 0, 1, 2, 3, 4,
 }  // namespace
 
 TEST_F(Idx, ReadsHandWrittenPlainAndGzipFiles) {
-  for (const std::string& p : {write_plain("a.idx", small_u8()), write_gz("a.idx.gz", small_u8())}) {
+  for (const std::string& p :
+       {write_plain("a.idx", small_u8()), write_gz("a.idx.gz", small_u8())}) {
     fx::Tensor t = fx::data::read_idx(p, fx::i64);
     EXPECT_EQ(t.shape(), (fx::Shape{2, 3}));
     EXPECT_EQ(t.dtype(), fx::i64);
@@ -91,8 +93,10 @@ TEST_F(Idx, RoundTripsEveryTypePlainAndGzip) {
   for (size_t i = 0; i < vals.size(); ++i) vals[i] = double(i) * 5 - 50;  // -50..65
   for (T type : {T::u8, T::i8, T::i16, T::i32, T::f32, T::f64}) {
     std::vector<double> want = vals;
-    if (type == T::u8) for (double& v : want) v += 50;
-    if (type == T::f32 || type == T::f64) for (double& v : want) v *= 0.25;
+    if (type == T::u8)
+      for (double& v : want) v += 50;
+    if (type == T::f32 || type == T::f64)
+      for (double& v : want) v *= 0.25;
     fx::Tensor x = fx::from_vector(want, {2, 3, 4});
     for (bool gz : {false, true}) {
       std::string p = path(std::to_string(int(type)).append(gz ? ".gz" : ""));
@@ -137,8 +141,9 @@ TEST_F(Idx, CorruptHeadersNameTheFileAndTheProblem) {
       {{0, 0, 0x08, 2, 0, 0, 0, 2, 0, 0, 0, 3, 1, 2, 3}, "truncated: the header promises 6 bytes"},
       {{0, 0, 0x0C, 1, 0, 0, 0, 2, 0, 0, 0, 1, 0, 0}, "truncated: the header promises 8 bytes"},
       {{0, 0, 0x08, 1, 0, 0, 0, 2, 1, 2, 3}, "trailing data"},
-      {{0, 0, 0x08, 4, 255, 255, 255, 255, 255, 255, 255, 255, 255, 255, 255, 255, 255, 255, 255,
-        255, 1}, "implausible dimensions"},
+      {{0,   0,   0x08, 4,   255, 255, 255, 255, 255, 255, 255,
+        255, 255, 255,  255, 255, 255, 255, 255, 255, 1},
+       "implausible dimensions"},
       {{0, 0, 0x08, 2, 0, 0, 255, 255, 0, 0, 255, 255, 1}, "promises 4294836225 bytes"},
   };
   for (size_t i = 0; i < cases.size(); ++i) {
@@ -158,7 +163,8 @@ TEST_F(Idx, CorruptOrTruncatedGzipStreamsThrow) {
   ASSERT_EQ(fx::data::read_idx(path("ok.gz")).numel(), 4096);
 
   for (size_t keep : {size_t(12), gz.size() / 2, gz.size() - 3}) {  // cut mid-stream or trailer
-    std::string p = write_plain(std::to_string(keep).append("cut.gz"), Bytes(gz.begin(), gz.begin() + long(keep)));
+    std::string p = write_plain(std::to_string(keep).append("cut.gz"),
+                                Bytes(gz.begin(), gz.begin() + long(keep)));
     SCOPED_TRACE(p);
     expect_error([&] { fx::data::read_idx(p); }, {"fx::data::read_idx", p});
   }
@@ -208,8 +214,9 @@ TEST(FashionMnist, LoadsBothSplitsWithTheDocumentedShapes) {
 }
 
 TEST_F(Idx, FashionMnistMissingDataSaysHowToInstallAndWhereItLooked) {
-  expect_error([&] { fx::data::fashion_mnist(path("absent")); },
-               {"fx::data::fashion_mnist", path("absent"), "apt-get install dataset-fashion-mnist"});
+  expect_error(
+      [&] { fx::data::fashion_mnist(path("absent")); },
+      {"fx::data::fashion_mnist", path("absent"), "apt-get install dataset-fashion-mnist"});
   expect_error([&] { fx::data::fashion_mnist(dir_.string(), "test"); },
                {path("t10k-images-idx3-ubyte.gz"), "apt-get install dataset-fashion-mnist"});
   expect_error([&] { fx::data::fashion_mnist(dir_.string(), "valid"); }, {"\"valid\""});
@@ -221,9 +228,10 @@ TEST_F(Idx, FashionMnistChecksTheFilesItFinds) {
   fx::data::write_idx(path("train-labels-idx1-ubyte.gz"), fx::tensor({1, 2}), fx::data::IdxType::u8,
                       {.gzip = true});
   expect_error([&] { fx::data::fashion_mnist(dir_.string()); }, {"(2, 4, 4)", "(N, 28, 28)"});
-  fx::data::write_idx(path("train-images-idx3-ubyte"), fx::full({2, 28, 28}, 255), fx::data::IdxType::u8);
-  fx::data::write_idx(path("train-labels-idx1-ubyte.gz"), fx::tensor({1, 12}), fx::data::IdxType::u8,
-                      {.gzip = true});
+  fx::data::write_idx(path("train-images-idx3-ubyte"), fx::full({2, 28, 28}, 255),
+                      fx::data::IdxType::u8);
+  fx::data::write_idx(path("train-labels-idx1-ubyte.gz"), fx::tensor({1, 12}),
+                      fx::data::IdxType::u8, {.gzip = true});
   expect_error([&] { fx::data::fashion_mnist(dir_.string()); }, {"label 1 is 12"});
   fx::data::write_idx(path("train-labels-idx1-ubyte.gz"), fx::tensor({1, 2}), fx::data::IdxType::u8,
                       {.gzip = true});

@@ -28,8 +28,8 @@ std::string f32_bytes(std::initializer_list<float> v) {
 }
 
 fx::io::SafetensorsFile parse(const std::string& bytes) {
-  return fx::io::parse_safetensors(
-      {reinterpret_cast<const std::byte*>(bytes.data()), bytes.size()}, "test.safetensors");
+  return fx::io::parse_safetensors({reinterpret_cast<const std::byte*>(bytes.data()), bytes.size()},
+                                   "test.safetensors");
 }
 
 }  // namespace
@@ -64,8 +64,8 @@ TEST(Safetensors, WritesTheExactBytesOfTheSpec) {
       R"({"__metadata__":{"k":"v"},"m":{"data_offsets":[0,3],"dtype":"BOOL","shape":[3]},)"
       R"("w":{"data_offsets":[3,11],"dtype":"F32","shape":[2]}})";
   header.append((8 - header.size() % 8) % 8, ' ');
-  std::string expected = le64(header.size()) + header + std::string("\x01\x00\x01", 3) +
-                         f32_bytes({1.0f, 2.0f});
+  std::string expected =
+      le64(header.size()) + header + std::string("\x01\x00\x01", 3) + f32_bytes({1.0f, 2.0f});
   EXPECT_EQ(fx::io::serialize_safetensors(t, {{"k", "v"}}), expected);
 
   TempDir dir;
@@ -124,22 +124,27 @@ TEST(Safetensors, ValidatesTheHeader) {
   expect_error(file(one(R"("dtype":"F32","shape":[2],"data_offsets":[0,16])"), d8), "'t'");
   expect_error(file(one(R"("dtype":"F32","shape":[3],"data_offsets":[0,8])"), d8), "needs 12");
   expect_error(file(one(R"("dtype":"F32","shape":[-2],"data_offsets":[0,8])"), d8), "negative");
-  expect_error(file(one(R"("dtype":"F32","shape":[2.5],"data_offsets":[0,8])"), d8), "non-negative");
+  expect_error(file(one(R"("dtype":"F32","shape":[2.5],"data_offsets":[0,8])"), d8),
+               "non-negative");
   expect_error(file(one(R"("dtype":"F32","shape":[2],"data_offsets":[8,0])"), d8), "end before");
   expect_error(file(one(R"("dtype":"F32","shape":[2],"data_offsets":[0])"), d8), "data_offsets");
   expect_error(file(one(R"("dtype":"Q7","shape":[2],"data_offsets":[0,8])"), d8), "unknown dtype");
   expect_error(file(one(R"("dtype":"F16","shape":[4],"data_offsets":[0,8])"), d8), "F16");
   expect_error(file(one(R"("shape":[2],"data_offsets":[0,8])"), d8), "dtype");
-  expect_error(file(one(R"("dtype":"F32","shape":[4294967296,4294967296,4],"data_offsets":[0,8])"), d8),
-               "64 bits");
+  expect_error(
+      file(one(R"("dtype":"F32","shape":[4294967296,4294967296,4],"data_offsets":[0,8])"), d8),
+      "64 bits");
   expect_error(file(one(R"("dtype":"F32","shape":[1,1,1,1,1,1,1,1,1],"data_offsets":[0,4])"), d8),
                "dimensions");
-  expect_error(file(one(R"("dtype":"BOOL","shape":[1],"data_offsets":[0,1])"), "\x02"), "BOOL byte");
+  expect_error(file(one(R"("dtype":"BOOL","shape":[1],"data_offsets":[0,1])"), "\x02"),
+               "BOOL byte");
   expect_error(file(R"({"a":{"dtype":"F32","shape":[2],"data_offsets":[0,8]},)"
-                    R"("b":{"dtype":"F32","shape":[2],"data_offsets":[4,12]}})", d8 + "abcd"),
+                    R"("b":{"dtype":"F32","shape":[2],"data_offsets":[4,12]}})",
+                    d8 + "abcd"),
                "overlap");
   expect_error(file(R"({"a":{"dtype":"F32","shape":[1],"data_offsets":[0,4]},)"
-                    R"("b":{"dtype":"F32","shape":[1],"data_offsets":[8,12]}})", d8 + "abcd"),
+                    R"("b":{"dtype":"F32","shape":[1],"data_offsets":[8,12]}})",
+                    d8 + "abcd"),
                "no tensor covers");
   expect_error(file(R"({"__metadata__":{"k":1}})", ""), "__metadata__");
   expect_error(file(R"([1, 2])", ""), "'{'");
@@ -155,8 +160,10 @@ TEST(Safetensors, ValidatesTheHeader) {
 // allocation (the suite also runs under ASan).
 TEST(Safetensors, FuzzedFilesNeverCrash) {
   fx::Generator gen(11);
-  fx::io::TensorMap t{{"a", fx::randn({3, 2}, gen)}, {"b", fx::arange(4, fx::i64)},
-                      {"c", fx::tensor({1, 0}, fx::boolean)}, {"d", fx::scalar(2.0, fx::f64)}};
+  fx::io::TensorMap t{{"a", fx::randn({3, 2}, gen)},
+                      {"b", fx::arange(4, fx::i64)},
+                      {"c", fx::tensor({1, 0}, fx::boolean)},
+                      {"d", fx::scalar(2.0, fx::f64)}};
   const std::string good = fx::io::serialize_safetensors(t, {{"k", "v"}});
   ASSERT_EQ(parse(good).tensors.size(), 4u);
   const uint64_t header_len = uint64_t(uint8_t(good[0])) | uint64_t(uint8_t(good[1])) << 8;
@@ -170,7 +177,8 @@ TEST(Safetensors, FuzzedFilesNeverCrash) {
       uint64_t n = 0;
       for (int i = 7; i >= 0; --i) n = n << 8 | uint8_t(bytes[size_t(i)]);
       uint64_t total = 0;
-      for (const auto& [name, x] : f.tensors) total += uint64_t(x.numel()) * fx::itemsize(x.dtype());
+      for (const auto& [name, x] : f.tensors)
+        total += uint64_t(x.numel()) * fx::itemsize(x.dtype());
       EXPECT_EQ(total, bytes.size() - 8 - n);
     } catch (const fx::Error&) {
     }

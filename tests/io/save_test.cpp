@@ -20,10 +20,13 @@ namespace {
 
 auto make_mlp(uint64_t seed, int64_t hidden = 5) {
   fx::Generator gen(seed);
-  return fx::nn::Chain(fx::nn::Dense(3, hidden, fx::relu, gen), fx::nn::Dense(hidden, 2, fx::identity, gen));
+  return fx::nn::Chain(fx::nn::Dense(3, hidden, fx::relu, gen),
+                       fx::nn::Dense(hidden, 2, fx::identity, gen));
 }
 
-bool has(const std::string& s, const std::string& part) { return s.find(part) != std::string::npos; }
+bool has(const std::string& s, const std::string& part) {
+  return s.find(part) != std::string::npos;
+}
 
 }  // namespace
 
@@ -54,10 +57,10 @@ TEST(SaveLoad, StrictLoadReportsEveryMismatchAtOnceAndWritesNothing) {
   TempDir dir;
   auto small = make_mlp(1, 5);
   fx::io::TensorMap extra = fx::io::named_tensors(small);
-  extra.erase("layers.1.bias");                  // missing
+  extra.erase("layers.1.bias");                     // missing
   extra.emplace("layers.2.weight", fx::ones({2}));  // unexpected
   fx::io::write_safetensors(dir.file("m.safetensors"), extra);
-  auto big = make_mlp(2, 6);                     // hidden 6: layers.0.* and layers.1.weight differ
+  auto big = make_mlp(2, 6);  // hidden 6: layers.0.* and layers.1.weight differ
   auto before = make_mlp(2, 6);
   try {
     fx::io::load(dir.file("m.safetensors"), big);
@@ -67,7 +70,8 @@ TEST(SaveLoad, StrictLoadReportsEveryMismatchAtOnceAndWritesNothing) {
     EXPECT_TRUE(has(msg, "m.safetensors")) << msg;
     EXPECT_TRUE(has(msg, "missing from the file (1): layers.1.bias")) << msg;
     EXPECT_TRUE(has(msg, "not in the model (1): layers.2.weight")) << msg;
-    EXPECT_TRUE(has(msg, "layers.0.weight is f32 (5, 3) in the file, f32 (6, 3) in the model")) << msg;
+    EXPECT_TRUE(has(msg, "layers.0.weight is f32 (5, 3) in the file, f32 (6, 3) in the model"))
+        << msg;
     EXPECT_TRUE(has(msg, "layers.1.weight")) << msg;
   }
   fx::io::TensorMap tb = fx::io::named_tensors(big), t0 = fx::io::named_tensors(before);

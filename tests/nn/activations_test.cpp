@@ -45,15 +45,15 @@ TEST(Activations, ValuesAtKnownPoints) {
   EXPECT_NEAR(at(fx::leakyrelu(x), 3), 1.0, 1e-15);
   EXPECT_NEAR(at(fx::elu(x), 1), std::exp(-1.0) - 1, 1e-15);
   EXPECT_NEAR(at(fx::elu(x, 2.0), 0), 2 * (std::exp(-2.0) - 1), 1e-15);
-  EXPECT_NEAR(at(fx::gelu(x), 3), 0.8411919906082768, 1e-14);   // tanh approximation
+  EXPECT_NEAR(at(fx::gelu(x), 3), 0.8411919906082768, 1e-14);  // tanh approximation
   EXPECT_NEAR(at(fx::gelu(x), 2), -0.15428599017485606, 1e-14);
   EXPECT_NEAR(at(fx::swish(x), 3), 1 / (1 + std::exp(-1.0)), 1e-15);
 }
 
 TEST(Activations, OneArgumentOverloadsAreActivations) {
-  fx::Activation all[] = {fx::relu, fx::sigmoid, fx::tanh, fx::identity, fx::softplus,
-                          fx::softmax, fx::logsoftmax, fx::leakyrelu, fx::elu, fx::gelu,
-                          fx::swish};
+  fx::Activation all[] = {fx::relu,     fx::sigmoid, fx::tanh,       fx::identity,
+                          fx::softplus, fx::softmax, fx::logsoftmax, fx::leakyrelu,
+                          fx::elu,      fx::gelu,    fx::swish};
   auto x = fx::testing::randn({2, 3}, {.seed = 4});
   for (fx::Activation f : all) EXPECT_EQ(f(x).shape(), x.shape());
 }
@@ -62,8 +62,7 @@ TEST(Activations, GradientsMatchFiniteDifferencesToSecondOrder) {
   // Random inputs keep leakyrelu/elu away from their kink at 0.
   auto x = fx::testing::randn({3, 4}, {.seed = 5});
   auto w = fx::testing::randn({3, 4}, {.seed = 6});  // a weighted sum sees every entry
-  fx::Activation fs[] = {fx::softmax, fx::logsoftmax, fx::leakyrelu, fx::elu, fx::gelu,
-                         fx::swish};
+  fx::Activation fs[] = {fx::softmax, fx::logsoftmax, fx::leakyrelu, fx::elu, fx::gelu, fx::swish};
   const char* names[] = {"softmax", "logsoftmax", "leakyrelu", "elu", "gelu", "swish"};
   for (int i = 0; i < 6; ++i) {
     fx::Activation f = fs[i];
@@ -87,6 +86,9 @@ TEST(Activations, EluGradientStaysFiniteForLargeInputs) {
 TEST(Activations, SoftmaxGradientIsFiniteForHugeLogits) {
   auto x = fx::tensor({1000, 0, -1000}, fx::f32);
   auto g = fx::to_vector<double>(fx::gradient(
-      [](const fx::Tensor& x) { return fx::sum(fx::logsoftmax(x) * fx::tensor({1, 2, 3})); }, x));
+      [](const fx::Tensor& x) {
+        return fx::sum(fx::logsoftmax(x) * fx::tensor({1, 2, 3}));
+      },
+      x));
   for (double v : g) EXPECT_TRUE(std::isfinite(v));
 }

@@ -23,8 +23,8 @@ TEST(Chain, DeducesItsLayersAndAppliesThemInOrder) {
 TEST(Chain, AcceptsFunctionsLambdasAndNestedChains) {
   fx::Generator gen(1);
   auto inner = fx::nn::Chain(fx::nn::Dense(4, 4, fx::tanh, gen), fx::Activation(fx::softmax));
-  auto model = fx::nn::Chain(inner, [](const fx::Tensor& h) { return h * 2.0; },
-                             fx::nn::Dense(4, 2, fx::identity, gen));
+  auto model = fx::nn::Chain(
+      inner, [](const fx::Tensor& h) { return h * 2.0; }, fx::nn::Dense(4, 2, fx::identity, gen));
   auto x = fx::randn({3, 4}, gen);
   auto want = std::get<2>(model.layers)(fx::softmax(std::get<0>(inner.layers)(x)) * 2.0);
   EXPECT_TRUE(fx::allclose(model(x), want, 1e-6, 1e-7));
@@ -49,16 +49,21 @@ TEST(Chain, GradientsMatchFiniteDifferencesAndHaveTheModelsStructure) {
   EXPECT_EQ(val.ndim(), 0);
   static_assert(std::is_same_v<decltype(grad), decltype(model)>);
   int leaves = 0;
-  fx::zip_tensors([&](const fx::Tensor& p, const fx::Tensor& g) {
-    EXPECT_EQ(g.shape(), p.shape());
-    ++leaves;
-  }, model, grad);
+  fx::zip_tensors(
+      [&](const fx::Tensor& p, const fx::Tensor& g) {
+        EXPECT_EQ(g.shape(), p.shape());
+        ++leaves;
+      },
+      model, grad);
   EXPECT_EQ(leaves, 4);
   EXPECT_EQ(std::get<1>(grad.layers).weight.shape(), (fx::Shape{4, 5}));
 }
 
 TEST(Chain, ALayersErrorSurfacesUnchanged) {
   auto model = fx::nn::Chain(fx::nn::Dense(4, 3), fx::nn::Dense(2, 1));
-  EXPECT_TRUE(fx::testing::throws_mentioning([&] { model(fx::zeros({5, 4})); },
-                                             {"Dense", "(5, 3)", "(1, 2)"}));
+  EXPECT_TRUE(fx::testing::throws_mentioning(
+      [&] {
+        model(fx::zeros({5, 4}));
+      },
+      {"Dense", "(5, 3)", "(1, 2)"}));
 }

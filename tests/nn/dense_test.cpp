@@ -15,7 +15,7 @@ TEST(Dense, ShapesFollowTheOutInConvention) {
   EXPECT_EQ(d.out_features(), 256);
   EXPECT_EQ(d(fx::zeros({32, 784})).shape(), (fx::Shape{32, 256}));
   EXPECT_EQ(d(fx::zeros({2, 5, 784})).shape(), (fx::Shape{2, 5, 256}));  // leading dims batch
-  EXPECT_DOUBLE_EQ(fx::sum(fx::abs(d.bias)).item(), 0.0);                 // bias starts at zero
+  EXPECT_DOUBLE_EQ(fx::sum(fx::abs(d.bias)).item(), 0.0);                // bias starts at zero
 }
 
 TEST(Dense, ComputesActOfXTimesWeightTransposedPlusBias) {
@@ -65,12 +65,21 @@ TEST(Dense, GradientsMatchFiniteDifferencesAndHaveTheLayersShape) {
 
 TEST(Dense, WrongInputWidthNamesTheLayerAndTheShapes) {
   auto d = fx::nn::Dense(8, 5);
-  EXPECT_TRUE(fx::testing::throws_mentioning([&] { d(fx::zeros({4, 7})); },
-                                             {"Dense", "(4, 7)", "(5, 8)"}));
   EXPECT_TRUE(fx::testing::throws_mentioning(
-      [] { fx::nn::Dense(fx::zeros({5, 8}), fx::zeros({4})); }, {"Dense", "(4,)", "(5, 8)"}));
-  EXPECT_TRUE(fx::testing::throws_mentioning([] { fx::nn::Dense()(fx::zeros({1, 1})); },
-                                             {"Dense"}));
+      [&] {
+        d(fx::zeros({4, 7}));
+      },
+      {"Dense", "(4, 7)", "(5, 8)"}));
+  EXPECT_TRUE(fx::testing::throws_mentioning(
+      [] {
+        fx::nn::Dense(fx::zeros({5, 8}), fx::zeros({4}));
+      },
+      {"Dense", "(4,)", "(5, 8)"}));
+  EXPECT_TRUE(fx::testing::throws_mentioning(
+      [] {
+        fx::nn::Dense()(fx::zeros({1, 1}));
+      },
+      {"Dense"}));
 }
 
 TEST(Dense, WeightGradientComesOutInTheWeightsLayout) {
@@ -88,7 +97,7 @@ TEST(Dense, AnyLeadingShapeGivesTheSameRowsAsABatch) {
   auto flat = d(x.reshape({8, 3}));
   EXPECT_TRUE(fx::allclose(d(x).reshape({8, 2}), flat, 1e-6, 1e-7));
   EXPECT_EQ(d(fx::ones({3})).shape(), (fx::Shape{2}));
-  auto r = fx::testing::gradcheck([&](const fx::nn::Dense& m, const fx::Tensor& x) {
-    return fx::sum(m(x) * m(x)); }, d, x);
+  auto r = fx::testing::gradcheck(
+      [&](const fx::nn::Dense& m, const fx::Tensor& x) { return fx::sum(m(x) * m(x)); }, d, x);
   EXPECT_TRUE(r) << r;
 }

@@ -65,8 +65,7 @@ TEST(Losses, LogitcrossentropyPrimitiveAgreesInEveryMode) {
     EXPECT_TRUE(fx::allclose(fx::gradient(f, x), want, tol, tol));
     // Inside an outer gradient the pullback is recorded: the composed form runs.
     auto v = fx::testing::randn({7, 5}, {.seed = 12, .dtype = t});
-    auto gv = fx::gradient([&](const fx::Tensor& a) { return fx::sum(fx::gradient(f, a) * v); },
-                           x);
+    auto gv = fx::gradient([&](const fx::Tensor& a) { return fx::sum(fx::gradient(f, a) * v); }, x);
     EXPECT_EQ(gv.shape(), x.shape());
     EXPECT_GT(fx::max(fx::abs(gv)).item(), 0.0);
     auto [y, dy] = fx::jvp(f, x, v);
@@ -76,7 +75,9 @@ TEST(Losses, LogitcrossentropyPrimitiveAgreesInEveryMode) {
   // Bound directly, the primitive checks its labels in the kernel.
   auto x = fx::zeros({2, 3}, fx::f64);
   EXPECT_TRUE(fx::testing::throws_mentioning(
-      [&] { (void)fx::bind(fx::logitcrossentropy_p, {x, fx::tensor({1, 3}, fx::i64)}); },
+      [&] {
+        (void)fx::bind(fx::logitcrossentropy_p, {x, fx::tensor({1, 3}, fx::i64)});
+      },
       {"logitcrossentropy", "label 3", "position 1", "3 classes"}));
 }
 
@@ -112,13 +113,20 @@ TEST(Losses, GradientsMatchFiniteDifferences) {
     auto r = fx::testing::gradcheck(f, at);
     EXPECT_TRUE(r) << name << ": " << r;
   };
-  check("mse", [&](const fx::Tensor& a) { return fx::mse(a, target); }, x);
-  check("logitce labels", [&](const fx::Tensor& a) { return fx::logitcrossentropy(a, labels); }, x);
-  check("logitce probs", [&](const fx::Tensor& a) { return fx::logitcrossentropy(a, yprob); }, x);
-  check("ce labels", [&](const fx::Tensor& a) { return fx::crossentropy(a, labels); }, p);
-  check("ce probs", [&](const fx::Tensor& a) { return fx::crossentropy(a, yprob); }, p);
-  check("bce", [&](const fx::Tensor& a) { return fx::binarycrossentropy(a, y01); }, fx::sigmoid(x));
-  check("logitbce", [&](const fx::Tensor& a) { return fx::logitbinarycrossentropy(a, y01); }, x);
+  check(
+      "mse", [&](const fx::Tensor& a) { return fx::mse(a, target); }, x);
+  check(
+      "logitce labels", [&](const fx::Tensor& a) { return fx::logitcrossentropy(a, labels); }, x);
+  check(
+      "logitce probs", [&](const fx::Tensor& a) { return fx::logitcrossentropy(a, yprob); }, x);
+  check(
+      "ce labels", [&](const fx::Tensor& a) { return fx::crossentropy(a, labels); }, p);
+  check(
+      "ce probs", [&](const fx::Tensor& a) { return fx::crossentropy(a, yprob); }, p);
+  check(
+      "bce", [&](const fx::Tensor& a) { return fx::binarycrossentropy(a, y01); }, fx::sigmoid(x));
+  check(
+      "logitbce", [&](const fx::Tensor& a) { return fx::logitbinarycrossentropy(a, y01); }, x);
 }
 
 TEST(Losses, ClassAxisIsLastSoSequencesWork) {
@@ -157,6 +165,8 @@ TEST(Losses, LabelOutOfRangeNamesTheLabelAndItsPosition) {
 
 TEST(Losses, IntegerPredictionIsRejected) {
   EXPECT_TRUE(fx::testing::throws_mentioning(
-      [] { fx::logitcrossentropy(fx::zeros({2, 3}, fx::i64), fx::zeros({2}, fx::i64)); },
+      [] {
+        fx::logitcrossentropy(fx::zeros({2, 3}, fx::i64), fx::zeros({2}, fx::i64));
+      },
       {"logitcrossentropy", "floating", "(2, 3)"}));
 }

@@ -50,6 +50,6 @@ TEST(Scale, TrainsInsideAChain) {
 
 TEST(Scale, WrongInputSizeNamesTheLayerAndShapes) {
   auto s = fx::nn::Scale(4);
-  EXPECT_TRUE(fx::testing::throws_mentioning([&] { (void)s(fx::zeros({2, 3})); },
-                                             {"fx::nn::Scale", "(2, 3)", "(4,)"}));
+  auto call = [&] { (void)s(fx::zeros({2, 3})); };
+  EXPECT_TRUE(fx::testing::throws_mentioning(call, {"fx::nn::Scale", "(2, 3)", "(4,)"}));
 }

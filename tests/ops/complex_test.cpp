@@ -41,7 +41,8 @@ std::vector<Row> complex_rows() {
       {"fft_axis0", un([](const Tensor& x) { return fx::fft(x, 0); }), with_cases(cu, fft_shapes)},
       {"ifft", un([](const Tensor& x) { return fx::ifft(x); }), with_cases(cu, fft_shapes)},
       {"fft2", un(fx::fft2), with_cases(cu, shapes({{6, 10}, {2, 5, 4}}))},
-      {"fft_of_real", un([](const Tensor& x) { return fx::fft(x); }),
+      {"fft_of_real",
+       un([](const Tensor& x) { return fx::fft(x); }),
        {.cases = shapes({{16}, {3, 10}})}},
       {"abs2_complex", un(fx::abs2), cu},
       {"polar", bin(fx::polar), {.cases = pairs({{{4, 5}, {4, 5}}, {{3}, {2, 3}}})}},
@@ -75,21 +76,27 @@ std::vector<Row> complex_rows() {
                              {{65}, {65, 33}},
                              {{2, 3, 4, 5}, {5, 6}},
                              {{5, 0}, {0, 3}}}))},
-      {"finiteness_complex", un([](const Tensor& x) {
+      {"finiteness_complex",
+       un([](const Tensor& x) {
          Tensor y = with_nonfinite(x);
          return fx::stack({fx::isnan(y), fx::isinf(y), fx::isfinite(y)});
        }),
        {.cases = us, .order = 0, .why = "bool output", .dtypes = cd, .complex = true}},
-      {"any_all_complex", un([](const Tensor& x) {
+      {"any_all_complex",
+       un([](const Tensor& x) {
          Tensor y = fx::where(fx::real(x) > 0.0, x, fx::astype(fx::zeros({}), x.dtype()));
          return fx::stack({fx::any(y, -1), fx::all(y, -1)});
        }),
-       {.cases = shapes({{45, 2}, {3, 1}}), .order = 0, .why = "bool output", .dtypes = cd,
+       {.cases = shapes({{45, 2}, {3, 1}}),
+        .order = 0,
+        .why = "bool output",
+        .dtypes = cd,
         .complex = true}},
-      {"where_complex",
-       [](const Args& a) { return fx::where(fx::real(a[0]) > 0.0, a[0], a[1]); }, cb},
-      {"views_complex",
-       un([](const Tensor& x) { return fx::concat({fx::transpose(x), fx::transpose(x) * 2.0}, 0); }),
+      {"where_complex", [](const Args& a) { return fx::where(fx::real(a[0]) > 0.0, a[0], a[1]); },
+       cb},
+      {"views_complex", un([](const Tensor& x) {
+         return fx::concat({fx::transpose(x), fx::transpose(x) * 2.0}, 0);
+       }),
        with_cases(cu, shapes({{4, 6}, {3, 1}}))},
   };
 }
@@ -104,8 +111,8 @@ fx::Tensor ctensor(std::vector<C> v) { return fx::from_vector(v); }
 
 TEST(Complex, ZygoteConventionForAbs2) {
   // Zygote: gradient(abs2, 1 + 2im) == (2 + 4im,): dL/dx + i dL/dy.
-  auto g = fx::gradient([](const fx::Tensor& z) { return fx::sum(fx::abs2(z)); },
-                        ctensor({{1, 2}}));
+  auto g =
+      fx::gradient([](const fx::Tensor& z) { return fx::sum(fx::abs2(z)); }, ctensor({{1, 2}}));
   EXPECT_EQ(g.dtype(), fx::c128);
   EXPECT_EQ(fx::to_vector<C>(g)[0], C(2, 4));
 }
@@ -142,8 +149,8 @@ TEST(Complex, HolomorphicPullbackIsConjugateDerivative) {
 
 TEST(Complex, ForwardModeIsTheComplexDerivative) {
   C z0(0.3, -0.7), v(0.2, 1.1);
-  auto [y, dy] = fx::jvp([](const fx::Tensor& z) { return fx::exp(z) * z; }, ctensor({z0}),
-                         ctensor({v}));
+  auto [y, dy] =
+      fx::jvp([](const fx::Tensor& z) { return fx::exp(z) * z; }, ctensor({z0}), ctensor({v}));
   (void)y;
   C want = (std::exp(z0) * z0 + std::exp(z0)) * v;
   EXPECT_LT(std::abs(fx::to_vector<C>(dy)[0] - want), 1e-14);
@@ -156,8 +163,7 @@ TEST(Complex, FftMatchesTheDefinitionAndInverts) {
   auto X = fx::to_vector<C>(fx::fft(ctensor(x)));
   for (int k = 0; k < n; ++k) {
     C want = 0;
-    for (int t = 0; t < n; ++t)
-      want += x[t] * std::polar(1.0, -2 * std::numbers::pi * k * t / n);
+    for (int t = 0; t < n; ++t) want += x[t] * std::polar(1.0, -2 * std::numbers::pi * k * t / n);
     EXPECT_LT(std::abs(X[k] - want), 1e-12) << k;
   }
   auto back = fx::to_vector<C>(fx::ifft(fx::fft(ctensor(x))));
@@ -212,13 +218,13 @@ TEST(Complex, OrderBasedOpsAndLossyConversionsThrowNamedErrors) {
   EXPECT_NE(message([&] { (void)fx::sum(z).item(); }).find("item_complex"), std::string::npos);
   EXPECT_NE(message([&] { (void)fx::log1p(z); }).find("fx::log1p"), std::string::npos);
   EXPECT_NE(message([&] { (void)fx::fft(fx::scalar(1)); }).find("fx::fft"), std::string::npos);
-  EXPECT_NE(message([&] { (void)fx::fft(z, 3); }).find("axis 3 out of range"),
-            std::string::npos);
+  EXPECT_NE(message([&] { (void)fx::fft(z, 3); }).find("axis 3 out of range"), std::string::npos);
   EXPECT_NE(message([&] { (void)fx::complex(z, z); }).find("fx::complex: needs real parts"),
             std::string::npos);
   // A complex loss has no gradient: the error says so instead of picking a part.
-  EXPECT_NE(message([&] { (void)fx::gradient([](const fx::Tensor& x) { return fx::sum(x); }, z); })
-                .find("floating"),
+  EXPECT_NE(message([&] {
+              (void)fx::gradient([](const fx::Tensor& x) { return fx::sum(x); }, z);
+            }).find("floating"),
             std::string::npos);
 }
 

@@ -48,23 +48,40 @@ double second(F f, double v) {
 // `using namespace fx::elem` lets the generic lambdas compile for double (fx::gradient and
 // fx::derivative ask f's result type for the plain argument); Real and Dual find fx::op by
 // argument-dependent lookup.
-#define FX_UNARY_CASE(op)                                                                  \
-  UnaryCase{#op,                                                                           \
-            [](const Tensor& x) { return fx::op(x); },                                     \
-            [](double v) { fx::ad::ScalarRecording rec; return fx::op(rec.variable(v)).value(); }, \
-            [](double v) {                                                                 \
-              return fx::gradient([](auto x) { using namespace fx::elem; return op(x); }, v); \
-            },                                                                             \
-            [](double v) { return fx::op(fx::Dual<double>(v, {1.0})).value(); },           \
-            [](double v) {                                                                 \
-              return fx::derivative([](auto x) { using namespace fx::elem; return op(x); }, v); \
-            },                                                                             \
-            [](double v) {                                                                 \
-              return second<fx::elem::op##_op>(                                            \
-                  [](auto x) { using namespace fx::elem; return op(x); }, v);              \
-            },                                                                             \
-            fx::elem::op##_op::lo,                                                         \
-            fx::elem::op##_op::hi,                                                         \
+#define FX_UNARY_CASE(op)                                                        \
+  UnaryCase{#op,                                                                 \
+            [](const Tensor& x) { return fx::op(x); },                           \
+            [](double v) {                                                       \
+              fx::ad::ScalarRecording rec;                                       \
+              return fx::op(rec.variable(v)).value();                            \
+            },                                                                   \
+            [](double v) {                                                       \
+              return fx::gradient(                                               \
+                  [](auto x) {                                                   \
+                    using namespace fx::elem;                                    \
+                    return op(x);                                                \
+                  },                                                             \
+                  v);                                                            \
+            },                                                                   \
+            [](double v) { return fx::op(fx::Dual<double>(v, {1.0})).value(); }, \
+            [](double v) {                                                       \
+              return fx::derivative(                                             \
+                  [](auto x) {                                                   \
+                    using namespace fx::elem;                                    \
+                    return op(x);                                                \
+                  },                                                             \
+                  v);                                                            \
+            },                                                                   \
+            [](double v) {                                                       \
+              return second<fx::elem::op##_op>(                                  \
+                  [](auto x) {                                                   \
+                    using namespace fx::elem;                                    \
+                    return op(x);                                                \
+                  },                                                             \
+                  v);                                                            \
+            },                                                                   \
+            fx::elem::op##_op::lo,                                               \
+            fx::elem::op##_op::hi,                                               \
             fx::elem::tensor_order<fx::elem::op##_op>},
 std::vector<UnaryCase> unary_cases() { return {FX_ELEMENTWISE_UNARY(FX_UNARY_CASE)}; }
 #undef FX_UNARY_CASE
@@ -123,19 +140,19 @@ struct BinaryCase {
   std::function<Tensor(const Tensor&, const Tensor&)> tensor;
   std::function<std::pair<double, double>(double, double)> real_partials, dual_partials;
 };
-#define FX_BINARY_CASE(op)                                                                 \
-  BinaryCase{#op, [](const Tensor& a, const Tensor& b) { return fx::op(a, b); },           \
-             [](double a, double b) {                                                      \
-               fx::ad::ScalarRecording rec;                                                    \
-               fx::Real ra = rec.variable(a), rb = rec.variable(b);                              \
-               fx::Real y = fx::op(ra, rb);                                                \
-               auto adj = rec.adjoints(y);                                                 \
-               return std::pair{adj[ra.index()], adj[rb.index()]};                         \
-             },                                                                            \
-             [](double a, double b) {                                                      \
-               fx::Dual<double, 2> da(a, {1.0, 0.0}), db(b, {0.0, 1.0});                   \
-               auto y = fx::op(da, db);                                                    \
-               return std::pair{y.partial(0), y.partial(1)};                               \
+#define FX_BINARY_CASE(op)                                                       \
+  BinaryCase{#op, [](const Tensor& a, const Tensor& b) { return fx::op(a, b); }, \
+             [](double a, double b) {                                            \
+               fx::ad::ScalarRecording rec;                                      \
+               fx::Real ra = rec.variable(a), rb = rec.variable(b);              \
+               fx::Real y = fx::op(ra, rb);                                      \
+               auto adj = rec.adjoints(y);                                       \
+               return std::pair{adj[ra.index()], adj[rb.index()]};               \
+             },                                                                  \
+             [](double a, double b) {                                            \
+               fx::Dual<double, 2> da(a, {1.0, 0.0}), db(b, {0.0, 1.0});         \
+               auto y = fx::op(da, db);                                          \
+               return std::pair{y.partial(0), y.partial(1)};                     \
              }},
 std::vector<BinaryCase> binary_cases() { return {FX_ELEMENTWISE_BINARY(FX_BINARY_CASE)}; }
 #undef FX_BINARY_CASE
@@ -144,10 +161,11 @@ class Binary : public ::testing::TestWithParam<BinaryCase> {};
 
 TEST_P(Binary, OneDefinitionAgreesEverywhere) {
   const BinaryCase& c = GetParam();
-  const std::vector<double> pa = {-1.7, -0.6, 0.4, 1.3, 0.9, -1.1}, pb = {0.8, -1.4, 1.9, -0.3, 0.5, -0.7};
+  const std::vector<double> pa = {-1.7, -0.6, 0.4, 1.3, 0.9, -1.1},
+                            pb = {0.8, -1.4, 1.9, -0.3, 0.5, -0.7};
   const Tensor a = fx::from_vector(pa), b = fx::from_vector(pb);
-  auto [ga, gb] = fx::gradient(
-      [&](const Tensor& u, const Tensor& w) { return fx::sum(c.tensor(u, w)); }, a, b);
+  auto [ga, gb] =
+      fx::gradient([&](const Tensor& u, const Tensor& w) { return fx::sum(c.tensor(u, w)); }, a, b);
   const auto va = fx::to_vector<double>(ga), vb = fx::to_vector<double>(gb);
   const auto [y, t] = fx::jvp([&](const Tensor& u, const Tensor& w) { return c.tensor(u, w); },
                               std::tuple(a, b), std::tuple(fx::ones_like(a), fx::zeros_like(b)));
@@ -230,7 +248,7 @@ TEST(SpecialFunctions, TrigammaKnownValuesAndIdentities) {
   constexpr double pi = 3.14159265358979324;
   EXPECT_NEAR(fx::elem::trigamma(1.0), pi * pi / 6, 1e-15);
   EXPECT_NEAR(fx::elem::trigamma(0.5), pi * pi / 2, 1e-14);
-  EXPECT_NEAR(fx::elem::tetragamma(1.0), -2.4041138063191886, 1e-14);  // -2 zeta(3)
+  EXPECT_NEAR(fx::elem::tetragamma(1.0), -2.4041138063191886, 1e-14);     // -2 zeta(3)
   EXPECT_NEAR(fx::elem::pentagamma(1.0), pi * pi * pi * pi / 15, 1e-13);  // 6 zeta(4)
   for (double x = -3.3; x < 25; x += 0.571) {
     if (std::abs(x - std::round(x)) < 0.05) continue;  // differences need room from the poles

@@ -15,8 +15,12 @@ std::vector<Row> elementwise_rows() {
   auto us = unary_shapes();
   auto bs = binary_shapes();
   auto large = shapes({{300, 150}, {40000}});
-  const Opts compare = {.cases = bs, .range = {-1, 1}, .order = 0, .why = "bool output",
-                        .dtypes = kNumeric, .grid = 0.5};
+  const Opts compare = {.cases = bs,
+                        .range = {-1, 1},
+                        .order = 0,
+                        .why = "bool output",
+                        .dtypes = kNumeric,
+                        .grid = 0.5};
   std::vector<Row> rows = {
       // ---- unary primitives (the math functions' rows come from their table, below)
       {"neg", un(fx::neg), {.cases = us, .dtypes = kNumeric}},
@@ -27,12 +31,15 @@ std::vector<Row> elementwise_rows() {
       {"sigmoid_extreme", un(fx::sigmoid), {.cases = shapes({{64}}), .range = {-800, 800}}},
       // The SIMD polynomials' range edges: overflow to inf, NaN for log of negatives, huge sin
       // arguments, log1p of negatives (the tuned kernels fall back to <cmath> per vector).
-      {"exp_overflow", un(fx::exp),
+      {"exp_overflow",
+       un(fx::exp),
        {.cases = shapes({{45, 65}}), .range = {80, 720}, .order = 0, .why = "inf outputs"}},
-      {"log_edges", un(fx::log),
+      {"log_edges",
+       un(fx::log),
        {.cases = shapes({{45, 65}}), .range = {-1, 1}, .order = 0, .why = "NaN outputs"}},
       {"log1p_negative", un(fx::log1p), {.cases = shapes({{45, 65}}), .range = {-0.99, 0}}},
-      {"sin_huge", un(fx::sin),
+      {"sin_huge",
+       un(fx::sin),
        {.cases = shapes({{45, 65}}), .range = {3e4, 5e4}, .order = 0, .why = "ill-conditioned"}},
       {"cos_large", un(fx::cos), {.cases = large, .range = {-40, 40}}},
       {"exp_large", un(fx::exp), {.cases = large, .range = {-5, 5}}},
@@ -41,52 +48,72 @@ std::vector<Row> elementwise_rows() {
       {"abs", un(fx::abs), {.cases = us, .dtypes = kNumeric}},
       // sign has no pullback: gradcheck asserts its derivative is zero (to second order).
       {"sign", un(fx::sign), {.cases = us, .dtypes = kNumeric}},
-      {"sign_ties", un(fx::sign),
-       {.cases = shapes({{9, 13}}), .order = 0, .why = "a grid puts inputs on 0, where sign jumps",
-        .dtypes = kNumeric, .grid = 1}},
+      {"sign_ties",
+       un(fx::sign),
+       {.cases = shapes({{9, 13}}),
+        .order = 0,
+        .why = "a grid puts inputs on 0, where sign jumps",
+        .dtypes = kNumeric,
+        .grid = 1}},
 
       // ---- with a number
-      {"add_scalar", un([](const Tensor& x) { return x + 0.75; }),
+      {"add_scalar",
+       un([](const Tensor& x) { return x + 0.75; }),
        {.cases = us, .dtypes = kNumeric}},
-      {"mul_scalar", un([](const Tensor& x) { return x * -1.5; }),
+      {"mul_scalar",
+       un([](const Tensor& x) { return x * -1.5; }),
        {.cases = us, .dtypes = kNumeric}},
-      {"pow_scalar", un([](const Tensor& x) { return fx::pow(x, 2.5); }),
+      {"pow_scalar",
+       un([](const Tensor& x) { return fx::pow(x, 2.5); }),
        {.cases = us, .range = {0.2, 3}}},
-      {"pow_scalar_integer_exponent", un([](const Tensor& x) { return fx::pow(x, 3.0); }),
+      {"pow_scalar_integer_exponent",
+       un([](const Tensor& x) { return fx::pow(x, 3.0); }),
        {.cases = us}},
-      {"pow_scalar_zero_exponent", un([](const Tensor& x) { return fx::pow(x, 0.0); }),
+      {"pow_scalar_zero_exponent",
+       un([](const Tensor& x) { return fx::pow(x, 0.0); }),
        {.cases = us}},
 
       // ---- binary, with broadcasting cases
       {"add", bin(fx::add), {.cases = bs, .dtypes = kNumeric}},
       {"sub", bin(fx::sub), {.cases = bs, .dtypes = kNumeric}},
       {"mul", bin(fx::mul), {.cases = bs, .dtypes = kNumeric}},
-      {"add_large", bin(fx::add),
+      {"add_large",
+       bin(fx::add),
        {.cases = pairs({{{300, 150}, {150}}, {{40000}, {40000}}, {{300, 1}, {1, 150}}}),
         .dtypes = kNumeric}},
       // Broadcasting over a short last axis: the tuned loops move a longer axis innermost.
-      {"sub_short_rows", bin(fx::sub),
+      {"sub_short_rows",
+       bin(fx::sub),
        {.cases = pairs({{{6, 40, 2}, {6, 1, 2}}, {{40, 3}, {5, 1, 3}}, {{9, 1}, {7, 9, 4}}}),
         .dtypes = kNumeric}},
       // Rows of 5 to 15 broadcast elements: the tuned loops run a column of rows per call.
-      {"mul_short_rows", bin(fx::mul),
-       {.cases = pairs({{{6, 40, 10}, {6, 40, 1}}, {{6, 40, 1}, {6, 40, 10}}, {{40, 7}, {5, 1, 7}}}),
+      {"mul_short_rows",
+       bin(fx::mul),
+       {.cases =
+            pairs({{{6, 40, 10}, {6, 40, 1}}, {{6, 40, 1}, {6, 40, 10}}, {{40, 7}, {5, 1, 7}}}),
         .dtypes = kNumeric}},
       // A row repeated down a column of short rows (the GMM's x - mu, (N, D) - (K, 1, D)): the
       // tuned loops lay the row out in whole periods and run flat.
-      {"add_repeated_short_row", bin(fx::add),
+      {"add_repeated_short_row",
+       bin(fx::add),
        {.cases = pairs({{{40, 10}, {6, 1, 10}}, {{6, 1, 7}, {50, 7}}, {{3, 300, 11}, {3, 1, 11}}}),
         .dtypes = kNumeric}},
       {"div", bin(fx::div), {.cases = bs, .ranges = {{-2, 2}, {0.5, 2}}}},
-      {"div_negative_divisor", bin(fx::div),
+      {"div_negative_divisor",
+       bin(fx::div),
        {.cases = pairs({{{6, 5}, {6, 5}}}), .ranges = {{-2, 2}, {-2, -0.5}}}},
-      {"pow", bin([](const Tensor& a, const Tensor& b) { return fx::pow(a, b); }),
+      {"pow",
+       bin([](const Tensor& a, const Tensor& b) { return fx::pow(a, b); }),
        {.cases = bs, .ranges = {{0.3, 2}, {-2, 2}}}},
       {"maximum", bin(fx::maximum), {.cases = bs, .dtypes = kNumeric}},
       {"minimum", bin(fx::minimum), {.cases = bs, .dtypes = kNumeric}},
-      {"maximum_ties", bin(fx::maximum),
-       {.cases = pairs({{{8, 9}, {8, 9}}}), .order = 0, .why = "ties are not differentiable",
-        .dtypes = kNumeric, .grid = 1}},
+      {"maximum_ties",
+       bin(fx::maximum),
+       {.cases = pairs({{{8, 9}, {8, 9}}}),
+        .order = 0,
+        .why = "ties are not differentiable",
+        .dtypes = kNumeric,
+        .grid = 1}},
 
       // ---- comparisons: bool outputs, not differentiable; a grid makes ties common
       {"eq", bin(fx::eq), compare},
@@ -97,32 +124,43 @@ std::vector<Row> elementwise_rows() {
       {"ge", bin(fx::ge), compare},
 
       // ---- selection and conversion
-      {"where", [](const Args& a) { return fx::where(a[0], a[1], a[2]); },
+      {"where",
+       [](const Args& a) { return fx::where(a[0], a[1], a[2]); },
        {.cases = {{In{{45, 65}, Kind::mask}, In{{45, 65}}, In{{45, 65}}},
                   {In{{}, Kind::mask}, In{{}}, In{{}}},
                   {In{{4, 1}, Kind::mask}, In{{3}}, In{{4, 3}}},
                   {In{{5, 7, 11}, Kind::mask}, In{{7, 1}}, In{{}}},
                   {In{{3}, Kind::mask}, In{{2, 1}}, In{{1, 3}}}},
         .dtypes = kNumeric}},
-      {"where_large", [](const Args& a) { return fx::where(a[0], a[1], a[2]); },
+      {"where_large",
+       [](const Args& a) { return fx::where(a[0], a[1], a[2]); },
        {.cases = {{In{{300, 150}, Kind::mask}, In{{300, 150}}, In{{150}}},
                   {In{{40000}, Kind::mask}, In{{40000}}, In{{40000}}}}}},
       {"where_number",
        [](const Args& a) { return fx::where(a[0], a[1], -0.5) + fx::where(a[0], 2.0, a[1]); },
        {.cases = {{In{{6, 7}, Kind::mask}, In{{6, 7}}}}}},
       // f64 -> f32 -> f64 keeps ~7 digits: a wider step and a looser tolerance than the default.
-      {"astype", un([](const Tensor& x) { return fx::astype(x, x.dtype() == f32 ? f64 : f32); }),
+      {"astype",
+       un([](const Tensor& x) { return fx::astype(x, x.dtype() == f32 ? f64 : f32); }),
        {.cases = us, .grad = {.eps = 1e-2, .rtol = 1e-4, .atol = 1e-5}}},
       {"astype_to_integer",
        un([](const Tensor& x) { return fx::astype(x, i32) + fx::astype(x, i64); }),
        {.cases = us, .range = {-9, 9}, .order = 0, .why = "integer output", .dtypes = kNumeric}},
-      {"astype_to_bool", un([](const Tensor& x) { return fx::astype(x, boolean); }),
-       {.cases = us, .range = {-1, 1}, .order = 0, .why = "bool output", .dtypes = kNumeric,
+      {"astype_to_bool",
+       un([](const Tensor& x) { return fx::astype(x, boolean); }),
+       {.cases = us,
+        .range = {-1, 1},
+        .order = 0,
+        .why = "bool output",
+        .dtypes = kNumeric,
         .grid = 1}},
-      {"astype_from_bool", un([](const Tensor& x) { return fx::astype(x, f64); }),
-       {.cases = {{In{{45, 65}, Kind::mask}}, {In{{}, Kind::mask}}}, .order = 0,
+      {"astype_from_bool",
+       un([](const Tensor& x) { return fx::astype(x, f64); }),
+       {.cases = {{In{{45, 65}, Kind::mask}}, {In{{}, Kind::mask}}},
+        .order = 0,
         .why = "bool input"}},
-      {"astype_large", un([](const Tensor& x) { return fx::astype(fx::astype(x, i32), f32); }),
+      {"astype_large",
+       un([](const Tensor& x) { return fx::astype(fx::astype(x, i32), f32); }),
        {.cases = large, .range = {-9, 9}, .order = 0, .why = "goes through an integer"}},
       {"copy", un([](const Tensor& x) { return x.clone(); }), {.cases = us, .dtypes = kNumeric}},
 
@@ -134,15 +172,19 @@ std::vector<Row> elementwise_rows() {
          return fx::stack({fx::maximum(x, a[1]), fx::maximum(a[1], x), fx::minimum(x, a[1]),
                            fx::minimum(a[1], x), fx::relu(x)});
        },
-       {.cases = pairs({{{9, 13}, {9, 13}}, {{300, 150}, {150}}}), .order = 0,
+       {.cases = pairs({{{9, 13}, {9, 13}}, {{300, 150}, {150}}}),
+        .order = 0,
         .why = "NaN inputs"}},
 
       // ---- finiteness (bool outputs): NaN, +-Inf and finite values side by side
-      {"isnan", un([](const Tensor& x) { return fx::isnan(with_nonfinite(x)); }),
+      {"isnan",
+       un([](const Tensor& x) { return fx::isnan(with_nonfinite(x)); }),
        {.cases = us, .order = 0, .why = "bool output", .dtypes = kNumeric}},
-      {"isinf", un([](const Tensor& x) { return fx::isinf(with_nonfinite(x)); }),
+      {"isinf",
+       un([](const Tensor& x) { return fx::isinf(with_nonfinite(x)); }),
        {.cases = us, .order = 0, .why = "bool output", .dtypes = kNumeric}},
-      {"isfinite", un([](const Tensor& x) { return fx::isfinite(with_nonfinite(x)); }),
+      {"isfinite",
+       un([](const Tensor& x) { return fx::isfinite(with_nonfinite(x)); }),
        {.cases = us, .order = 0, .why = "bool output", .dtypes = kNumeric}},
       {"finiteness_large",
        un([](const Tensor& x) {
@@ -150,7 +192,8 @@ std::vector<Row> elementwise_rows() {
          return fx::stack({fx::isnan(y), fx::isinf(y), fx::isfinite(y)});
        }),
        {.cases = shapes({{40000}}), .order = 0, .why = "bool output"}},
-      {"finiteness_of_bool", un([](const Tensor& m) {
+      {"finiteness_of_bool",
+       un([](const Tensor& m) {
          return fx::stack({fx::isnan(m), fx::isinf(m), fx::isfinite(m)});
        }),
        {.cases = {{In{{6, 7}, Kind::mask}}}, .order = 0, .why = "bool input and output"}},
@@ -170,15 +213,16 @@ std::vector<Row> elementwise_rows() {
   // One row per math function of the table (fluxion/ops/elementwise_defs.hpp), on its range,
   // gradient-checked as often as it differentiates on tensors (the polygamma chain ends; an op
   // of order 0 must raise fx::Error when differentiated, which primitives_test.cpp checks).
-#define FX_UNARY_ROW(op)                                                               \
-  rows.push_back({#op, un(fx::op),                                                     \
-                  {.cases = us,                                                        \
-                   .range = {elem::op##_op::lo, elem::op##_op::hi},                    \
-                   .order = elem::tensor_order<elem::op##_op>,                         \
+#define FX_UNARY_ROW(op)                                            \
+  rows.push_back({#op,                                              \
+                  un(fx::op),                                       \
+                  {.cases = us,                                     \
+                   .range = {elem::op##_op::lo, elem::op##_op::hi}, \
+                   .order = elem::tensor_order<elem::op##_op>,      \
                    .why = "the polygamma chain ends (elementwise_defs.hpp)"}});
-#define FX_BINARY_ROW(op)                                                          \
-  rows.push_back({#op, bin(fx::op),                                                \
-                  {.cases = bs, .range = {elem::op##_op::lo, elem::op##_op::hi}}});
+#define FX_BINARY_ROW(op) \
+  rows.push_back(         \
+      {#op, bin(fx::op), {.cases = bs, .range = {elem::op##_op::lo, elem::op##_op::hi}}});
   FX_ELEMENTWISE_UNARY(FX_UNARY_ROW)
   FX_ELEMENTWISE_BINARY(FX_BINARY_ROW)
 #undef FX_UNARY_ROW

@@ -68,9 +68,9 @@ TEST(FftSizes, InverseIsScaledOppositeSign) {
     auto x = signal(n, 3);
     auto want = dft(x, +1);
     for (auto& w : want) w /= (long double)n;
-    EXPECT_LT(relative_error(fx::to_vector<std::complex<double>>(fx::ifft(fx::from_vector(x))),
-                             want),
-              1e-13)
+    EXPECT_LT(
+        relative_error(fx::to_vector<std::complex<double>>(fx::ifft(fx::from_vector(x))), want),
+        1e-13)
         << n;
   }
 }

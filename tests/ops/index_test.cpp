@@ -23,43 +23,55 @@ In sidx(Shape s, int64_t bound, DType t = i64) { return In{s, Kind::signed_index
 
 std::vector<Row> index_rows() {
   return {
-      {"index_select", [](const Args& a) { return fx::index_select(a[0], 0, a[1]); },
+      {"index_select",
+       [](const Args& a) { return fx::index_select(a[0], 0, a[1]); },
        {.cases = {{In{{45, 65}}, idx({70}, 45)}, {In{{4, 3}}, idx({0}, 4)}, {In{{5}}, idx({8}, 5)}},
         .dtypes = kNumeric}},
-      {"index_select_axis1_i32", [](const Args& a) { return fx::index_select(a[0], 1, a[1]); },
+      {"index_select_axis1_i32",
+       [](const Args& a) { return fx::index_select(a[0], 1, a[1]); },
        {.cases = {{In{{5, 7, 11}}, idx({9}, 7, i32)}}}},
-      {"index_add", [](const Args& a) { return fx::index_add(a[0], 0, a[1], a[2]); },
+      {"index_add",
+       [](const Args& a) { return fx::index_add(a[0], 0, a[1], a[2]); },
        {.cases = {{In{{6, 4}}, idx({9}, 6), In{{9, 4}}}, {In{{3}}, idx({5}, 3), In{{5}}}},
         .dtypes = kNumeric}},
-      {"index_add_last_axis_i32", [](const Args& a) { return fx::index_add(a[0], -1, a[1], a[2]); },
+      {"index_add_last_axis_i32",
+       [](const Args& a) { return fx::index_add(a[0], -1, a[1], a[2]); },
        {.cases = {{In{{3, 5}}, idx({7}, 5, i32), In{{3, 7}}}}}},
-      {"gather", [](const Args& a) { return fx::gather(a[0], 1, a[1]); },
+      {"gather",
+       [](const Args& a) { return fx::gather(a[0], 1, a[1]); },
        {.cases = {{In{{5, 7}}, idx({5, 3}, 7)}, {In{{45, 65}}, idx({40, 90}, 65)}},
         .dtypes = kNumeric}},
-      {"gather_axis0", [](const Args& a) { return fx::gather(a[0], 0, a[1]); },
+      {"gather_axis0",
+       [](const Args& a) { return fx::gather(a[0], 0, a[1]); },
        {.cases = {{In{{5, 7}}, idx({4, 7}, 5)}, {In{{3, 4, 5}}, idx({6, 2, 5}, 3, i32)}}}},
-      {"scatter_add", [](const Args& a) { return fx::scatter_add(a[0], 1, a[1], a[2]); },
+      {"scatter_add",
+       [](const Args& a) { return fx::scatter_add(a[0], 1, a[1], a[2]); },
        {.cases = {{In{{5, 7}}, idx({5, 3}, 7), In{{5, 3}}},
                   {In{{4, 6}}, idx({4, 20}, 6), In{{4, 20}}}},
         .dtypes = kNumeric}},
-      {"scatter_add_axis0_i32", [](const Args& a) { return fx::scatter_add(a[0], 0, a[1], a[2]); },
+      {"scatter_add_axis0_i32",
+       [](const Args& a) { return fx::scatter_add(a[0], 0, a[1], a[2]); },
        {.cases = {{In{{4, 3}}, idx({6, 3}, 4, i32), In{{6, 3}}}}}},
       // Past the CPU kernels' OpenMP threshold (32768 elements): the threaded paths. scatter_add
       // and index_add split a dimension other than the axis (the first case of each splits the
       // inner one, the second the outer one); repeated indices make unsafe splits fail.
-      {"index_select_parallel", [](const Args& a) { return fx::index_select(a[0], 0, a[1]); },
+      {"index_select_parallel",
+       [](const Args& a) { return fx::index_select(a[0], 0, a[1]); },
        {.cases = {{In{{300, 128}}, idx({400}, 300)}}, .dtypes = kAll}},
       {"index_select_last_axis_parallel",
        [](const Args& a) { return fx::index_select(a[0], -1, a[1]); },
        {.cases = {{In{{256, 150}}, idx({160}, 150, i32)}}}},
-      {"index_add_parallel", [](const Args& a) { return fx::index_add(a[0], 0, a[1], a[2]); },
+      {"index_add_parallel",
+       [](const Args& a) { return fx::index_add(a[0], 0, a[1], a[2]); },
        {.cases = {{In{{100, 400}}, idx({120}, 100), In{{120, 400}}}}, .dtypes = kAll}},
       {"index_add_last_axis_parallel",
        [](const Args& a) { return fx::index_add(a[0], 1, a[1], a[2]); },
        {.cases = {{In{{500, 60}}, idx({70}, 60, i32), In{{500, 70}}}}}},
-      {"gather_parallel", [](const Args& a) { return fx::gather(a[0], 1, a[1]); },
+      {"gather_parallel",
+       [](const Args& a) { return fx::gather(a[0], 1, a[1]); },
        {.cases = {{In{{200, 300}}, idx({180, 200}, 300)}}, .dtypes = kAll}},
-      {"scatter_add_parallel", [](const Args& a) { return fx::scatter_add(a[0], 0, a[1], a[2]); },
+      {"scatter_add_parallel",
+       [](const Args& a) { return fx::scatter_add(a[0], 0, a[1], a[2]); },
        {.cases = {{In{{64, 600}}, idx({60, 600}, 64), In{{60, 600}}},
                   {In{{16, 60, 40}}, idx({30, 30, 40}, 16, i32), In{{30, 30, 40}}}},
         .dtypes = kAll}},
@@ -68,31 +80,41 @@ std::vector<Row> index_rows() {
        {.cases = {{In{{200, 50}}, idx({200, 180}, 50), In{{200, 180}}}}}},
       // Negative indices count from the end, in every kernel and in the pullbacks (which index
       // with the same tensor), threaded paths included.
-      {"index_select_negative", [](const Args& a) { return fx::index_select(a[0], 0, a[1]); },
+      {"index_select_negative",
+       [](const Args& a) { return fx::index_select(a[0], 0, a[1]); },
        {.cases = {{In{{6, 5}}, sidx({9}, 6)}, {In{{300, 128}}, sidx({400}, 300, i32)}},
         .dtypes = kNumeric}},
-      {"index_add_negative", [](const Args& a) { return fx::index_add(a[0], 1, a[1], a[2]); },
+      {"index_add_negative",
+       [](const Args& a) { return fx::index_add(a[0], 1, a[1], a[2]); },
        {.cases = {{In{{3, 5}}, sidx({7}, 5), In{{3, 7}}},
                   {In{{100, 400}}, sidx({120}, 400, i32), In{{100, 120}}}},
         .dtypes = kNumeric}},
-      {"gather_negative", [](const Args& a) { return fx::gather(a[0], 1, a[1]); },
+      {"gather_negative",
+       [](const Args& a) { return fx::gather(a[0], 1, a[1]); },
        {.cases = {{In{{5, 7}}, sidx({5, 3}, 7)}, {In{{200, 300}}, sidx({180, 200}, 300, i32)}},
         .dtypes = kNumeric}},
-      {"scatter_add_negative", [](const Args& a) { return fx::scatter_add(a[0], 0, a[1], a[2]); },
+      {"scatter_add_negative",
+       [](const Args& a) { return fx::scatter_add(a[0], 0, a[1], a[2]); },
        {.cases = {{In{{4, 3}}, sidx({6, 3}, 4), In{{6, 3}}},
                   {In{{64, 600}}, sidx({60, 600}, 64, i32), In{{60, 600}}}},
         .dtypes = kNumeric}},
       // Complex values (c64 and c128 forward, c128 gradient).
-      {"index_select_complex", [](const Args& a) { return fx::index_select(a[0], 1, a[1]); },
+      {"index_select_complex",
+       [](const Args& a) { return fx::index_select(a[0], 1, a[1]); },
        {.cases = {{In{{5, 7, 3}}, idx({9}, 7)}, {In{{300, 128}}, idx({400}, 128)}},
-        .dtypes = kComplex, .complex = true}},
-      {"index_add_complex", [](const Args& a) { return fx::index_add(a[0], 0, a[1], a[2]); },
+        .dtypes = kComplex,
+        .complex = true}},
+      {"index_add_complex",
+       [](const Args& a) { return fx::index_add(a[0], 0, a[1], a[2]); },
        {.cases = {{In{{6, 4}}, idx({9}, 6), In{{9, 4}}}}, .dtypes = kComplex, .complex = true}},
-      {"gather_complex", [](const Args& a) { return fx::gather(a[0], 0, a[1]); },
+      {"gather_complex",
+       [](const Args& a) { return fx::gather(a[0], 0, a[1]); },
        {.cases = {{In{{5, 7}}, idx({4, 7}, 5)}}, .dtypes = kComplex, .complex = true}},
-      {"scatter_add_complex", [](const Args& a) { return fx::scatter_add(a[0], 1, a[1], a[2]); },
+      {"scatter_add_complex",
+       [](const Args& a) { return fx::scatter_add(a[0], 1, a[1], a[2]); },
        {.cases = {{In{{4, 6}}, idx({4, 20}, 6, i32), In{{4, 20}}}},
-        .dtypes = kComplex, .complex = true}},
+        .dtypes = kComplex,
+        .complex = true}},
   };
 }
 
@@ -140,21 +162,25 @@ TEST(Index, OutOfRangeErrorsMatchTheReferenceWordForWord) {
   auto x = fx::arange(0, 24, 1, fx::f64).reshape({4, 6});
   auto src = fx::ones({4, 6}, fx::f64);
   // Several bad indices (one negative past the start): the first in row-major order is named.
-  auto g = fx::tensor({0, 1, 2, 3, 4, 5, 1, 9, 0, -8, 2, 7, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1},
-                      fx::i64)
-               .reshape({4, 6});
+  auto g =
+      fx::tensor({0, 1, 2, 3, 4, 5, 1, 9, 0, -8, 2, 7, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1}, fx::i64)
+          .reshape({4, 6});
   auto gt = fx::transpose(fx::astype(g, fx::i32)).reshape({6, 4});
   auto i = fx::tensor({1, 5, -7, 2}, fx::i64);
   std::vector<std::function<fx::Tensor()>> calls = {
       [&] { return fx::index_select(x, 0, i); },
-      [&] { return fx::index_select(x, 1, fx::tensor({0, 6}, fx::i32)); },
+      [&] {
+        return fx::index_select(x, 1, fx::tensor({0, 6}, fx::i32));
+      },
       [&] { return fx::index_add(x, 0, i, src); },
       [&] { return fx::gather(x, 1, g); },
       [&] { return fx::gather(x, 0, fx::transpose(g)); },
       [&] { return fx::gather(fx::transpose(x), 1, gt); },
       [&] { return fx::scatter_add(x, 1, g, src); },
-      [&] { return fx::scatter_add(fx::zeros({4, 0}, fx::f64), 1, fx::zeros({4, 1}, fx::i64),
-                                   fx::ones({4, 1}, fx::f64)); },
+      [&] {
+        return fx::scatter_add(fx::zeros({4, 0}, fx::f64), 1, fx::zeros({4, 1}, fx::i64),
+                               fx::ones({4, 1}, fx::f64));
+      },
       // A large index (the threaded loops) with one bad entry near the end.
       [&] {
         auto ok = fx::astype(fx::arange(0, 39990, 1, fx::f64), fx::i64);
@@ -202,8 +228,8 @@ std::vector<Case> cases() {
        idx({-1, 0, -2, -3, 2, -1, 0, 0}).reshape({4, 2}),
        idx({2, 0, 1, 0, 2, 2, 0, 0}).reshape({4, 2})},
       {"index_add",
-       [](const Tensor& x, const Tensor& i) { return fx::index_add(x, 0, i, x * 10.0 + 1.0); },
-       x, idx({-1, -1, 0, -3}), idx({3, 3, 0, 1})},
+       [](const Tensor& x, const Tensor& i) { return fx::index_add(x, 0, i, x * 10.0 + 1.0); }, x,
+       idx({-1, -1, 0, -3}), idx({3, 3, 0, 1})},
       {"scatter_add",
        [](const Tensor& x, const Tensor& i) { return fx::scatter_add(x, 1, i, x * x); }, x,
        idx({-1, -2, 0, -3, -3, -3, 2, 1, -1, 0, 0, -2}).reshape({4, 3}),
@@ -246,19 +272,28 @@ TEST(NegativeIndex, OutOfRangeOnEitherSideNamesOpIndexAndSize) {
   };
   const fx::Tensor one = fx::ones({1, 3}, fx::f64);
   std::vector<Bad> bad = {
-      {[&] { return fx::index_select(x, 0, idx({4})); },
-       {"fx::index_select", "index 4", "size 4"}},
+      {[&] { return fx::index_select(x, 0, idx({4})); }, {"fx::index_select", "index 4", "size 4"}},
       {[&] { return fx::index_select(x, 0, idx({-5})); },
        {"fx::index_select", "index -5", "size 4"}},
-      {[&] { return fx::gather(x, 1, idx({0, 3, 0, 0}).reshape({4, 1})); },
+      {[&] {
+         return fx::gather(x, 1, idx({0, 3, 0, 0}).reshape({4, 1}));
+       },
        {"fx::gather", "index 3", "size 3", "(4, 3)"}},
-      {[&] { return fx::gather(x, 1, idx({0, -4, 0, 0}).reshape({4, 1})); },
+      {[&] {
+         return fx::gather(x, 1, idx({0, -4, 0, 0}).reshape({4, 1}));
+       },
        {"fx::gather", "index -4", "size 3", "(4, 3)"}},
-      {[&] { return fx::index_add(x, 1, idx({-4}, fx::i32), fx::ones({4, 1}, fx::f64)); },
+      {[&] {
+         return fx::index_add(x, 1, idx({-4}, fx::i32), fx::ones({4, 1}, fx::f64));
+       },
        {"fx::index_add", "index -4", "size 3"}},
-      {[&] { return fx::scatter_add(x, 0, idx({4, 0, 0}).reshape({1, 3}), one); },
+      {[&] {
+         return fx::scatter_add(x, 0, idx({4, 0, 0}).reshape({1, 3}), one);
+       },
        {"fx::scatter_add", "index 4", "size 4"}},
-      {[&] { return fx::scatter_add(x, 0, idx({-5, 0, 0}).reshape({1, 3}), one); },
+      {[&] {
+         return fx::scatter_add(x, 0, idx({-5, 0, 0}).reshape({1, 3}), one);
+       },
        {"fx::scatter_add", "index -5", "size 4"}},
       {[&] { return fx::select(x, 1, 3); },
        {"fx::select", "index 3", "axis 1 of size 3", "(4, 3)"}},

@@ -70,7 +70,8 @@ void expect_entrywise_gradient(const std::function<Tensor(const Tensor&)>& f, co
       plus[i] += step;
       minus[i] -= step;
       const double d = (loss(fx::from_vector(plus, z.shape())).item() -
-                        loss(fx::from_vector(minus, z.shape())).item()) / (2 * eps);
+                        loss(fx::from_vector(minus, z.shape())).item()) /
+                       (2 * eps);
       partial[part] = d;
     }
     const cd numeric(partial[0].real(), partial[1].real());  // dL/dx + i dL/dy
@@ -87,8 +88,10 @@ TEST(LinalgComplex, SolvesAndDeterminantsSatisfyTheirEquations) {
   EXPECT_LT(max_abs_diff(fx::matmul(a, x), b), 1e-12);
   EXPECT_LT(max_abs_diff(fx::matmul(la::inv(a), a), fx::expand(eye(4), {2, 4, 4})), 1e-12);
   Tensor l = la::triangular_solve(a, b);
-  Tensor lower = a * fx::astype(fx::tensor({1, 0, 0, 0, 1, 1, 0, 0, 1, 1, 1, 0, 1, 1, 1, 1},
-                                           fx::f64).reshape({4, 4}), fx::c128);
+  Tensor lower =
+      a * fx::astype(
+              fx::tensor({1, 0, 0, 0, 1, 1, 0, 0, 1, 1, 1, 0, 1, 1, 1, 1}, fx::f64).reshape({4, 4}),
+              fx::c128);
   EXPECT_LT(max_abs_diff(fx::matmul(lower, l), b), 1e-12);
   // det of a diagonal matrix is the product of its entries; of a triangular one too.
   Tensor d = fx::from_vector(std::vector<cd>{{1, 2}, 0, 0, {0, -3}}, {2, 2});
@@ -128,8 +131,10 @@ TEST(LinalgComplex, FactorisationsReconstructTheirInput) {
     auto [q, rr] = la::qr(a);
     EXPECT_LT(max_abs_diff(fx::matmul(q, rr), a), 1e-12) << s;
     EXPECT_LT(max_abs_diff(fx::matmul(mH(q), q), eye(k)), 1e-12) << s;
-    EXPECT_LT(max_abs_diff(fx::imag(la::diagonal(fx::slice(rr, -1, 0, k))),
-                           fx::zeros({k}, fx::f64)), 1e-300) << s;  // geqrf: real diagonal
+    EXPECT_LT(
+        max_abs_diff(fx::imag(la::diagonal(fx::slice(rr, -1, 0, k))), fx::zeros({k}, fx::f64)),
+        1e-300)
+        << s;  // geqrf: real diagonal
     auto [u, sv, vh] = la::svd(a);
     EXPECT_EQ(sv.dtype(), fx::f64);
     EXPECT_LT(max_abs_diff(fx::matmul(u * fx::unsqueeze(sv, -2), vh), a), 1e-12) << s;
@@ -165,19 +170,20 @@ TEST(LinalgComplex, LeastSquaresPseudoInverseAndExponential) {
   // exp(i t Z) for the Pauli Z is diag(e^{it}, e^{-it}); exp(a) exp(-a) = I.
   const double t = 0.7;
   Tensor z = fx::from_vector(std::vector<cd>{{0, t}, 0, 0, {0, -t}}, {2, 2});
-  Tensor want = fx::from_vector(std::vector<cd>{std::polar(1.0, t), 0, 0, std::polar(1.0, -t)},
-                                {2, 2});
+  Tensor want =
+      fx::from_vector(std::vector<cd>{std::polar(1.0, t), 0, 0, std::polar(1.0, -t)}, {2, 2});
   EXPECT_LT(max_abs_diff(la::matrix_exp(z), want), 1e-14);
   Tensor m = random_complex({2, 3, 3}, 10);
   EXPECT_LT(max_abs_diff(fx::matmul(la::matrix_exp(m), la::matrix_exp(-m)),
-                         fx::expand(eye(3), {2, 3, 3})), 1e-11);
+                         fx::expand(eye(3), {2, 3, 3})),
+            1e-11);
 }
 
 TEST(LinalgComplexGrad, Gradcheck) {
   Tensor a = random_complex({2, 3, 3}, 20, 3), b = random_complex({2, 3, 2}, 21);
   EXPECT_GRADCHECK(la::solve, a, b);
-  EXPECT_GRADCHECK([](const Tensor& a, const Tensor& b) { return la::triangular_solve(a, b); },
-                   a, b);
+  EXPECT_GRADCHECK([](const Tensor& a, const Tensor& b) { return la::triangular_solve(a, b); }, a,
+                   b);
   EXPECT_GRADCHECK(
       [](const Tensor& a, const Tensor& b) { return la::triangular_solve(a, b, true); }, a, b);
   EXPECT_GRADCHECK(la::inv, a);
@@ -200,8 +206,8 @@ TEST(LinalgComplexGrad, Gradcheck) {
   EXPECT_GRADCHECK(eigh_flat, random_complex({2, 3, 3}, 25));
   auto svd_flat = [](const Tensor& a) {
     auto [u, s, vh] = la::svd(a);
-    return fx::concat({flat(fix_phases(u, u)), flat(fx::astype(s, fx::c128)),
-                       flat(fix_phases(mH(vh), u))});
+    return fx::concat(
+        {flat(fix_phases(u, u)), flat(fx::astype(s, fx::c128)), flat(fix_phases(mH(vh), u))});
   };
   for (fx::Shape s : {fx::Shape{2, 4, 3}, fx::Shape{3, 4}, fx::Shape{3, 3}})
     EXPECT_GRADCHECK(svd_flat, random_complex(s, 26));
@@ -216,8 +222,8 @@ TEST(LinalgComplexGrad, EntrywiseFiniteDifferencesInRealAndImaginaryParts) {
   Tensor hpd = fx::matmul(a, mH(a));
   expect_entrywise_gradient([&](const Tensor& x) { return la::solve(x, b); }, a, "solve a");
   expect_entrywise_gradient([&](const Tensor& x) { return la::solve(a, x); }, b, "solve b");
-  expect_entrywise_gradient([&](const Tensor& x) { return la::triangular_solve(x, b, true); },
-                            a, "triangular_solve");
+  expect_entrywise_gradient([&](const Tensor& x) { return la::triangular_solve(x, b, true); }, a,
+                            "triangular_solve");
   expect_entrywise_gradient(la::inv, a, "inv");
   expect_entrywise_gradient(la::det, a, "det");
   expect_entrywise_gradient(la::logdet, a, "logdet");
@@ -232,25 +238,31 @@ TEST(LinalgComplexGrad, EntrywiseFiniteDifferencesInRealAndImaginaryParts) {
   expect_entrywise_gradient([](const Tensor& x) { return std::get<1>(la::qr(x)); },
                             random_complex({4, 3}, 42), "qr r");
   expect_entrywise_gradient(la::eigvalsh, a, "eigvalsh");
-  expect_entrywise_gradient([](const Tensor& x) {
-    auto [w, v] = la::eigh(x);
-    return fix_phases(v, v);
-  }, a, "eigh vectors");
+  expect_entrywise_gradient(
+      [](const Tensor& x) {
+        auto [w, v] = la::eigh(x);
+        return fix_phases(v, v);
+      },
+      a, "eigh vectors");
   // A projector onto the two leading eigenvectors: phase-invariant without any fixing.
-  expect_entrywise_gradient([](const Tensor& x) {
-    Tensor v = fx::slice(std::get<1>(la::eigh(x)), -1, 1, 3);
-    return fx::matmul(v, mH(v));
-  }, a, "eigh projector");
+  expect_entrywise_gradient(
+      [](const Tensor& x) {
+        Tensor v = fx::slice(std::get<1>(la::eigh(x)), -1, 1, 3);
+        return fx::matmul(v, mH(v));
+      },
+      a, "eigh projector");
   expect_entrywise_gradient(la::svdvals, random_complex({4, 3}, 43), "svdvals");
   for (fx::Shape s : {fx::Shape{4, 3}, fx::Shape{3, 4}})
-    expect_entrywise_gradient([](const Tensor& x) {
-      auto [u, sv, vh] = la::svd(x);
-      return fx::concat({flat(fix_phases(u, u)), flat(fix_phases(mH(vh), u))});
-    }, random_complex(s, 44), "svd vectors");
+    expect_entrywise_gradient(
+        [](const Tensor& x) {
+          auto [u, sv, vh] = la::svd(x);
+          return fx::concat({flat(fix_phases(u, u)), flat(fix_phases(mH(vh), u))});
+        },
+        random_complex(s, 44), "svd vectors");
   expect_entrywise_gradient([&](const Tensor& x) { return la::lstsq(x, b); },
                             random_complex({3, 3}, 45, 2), "lstsq");
-  expect_entrywise_gradient([](const Tensor& x) { return la::pinv(x); },
-                            random_complex({3, 4}, 46), "pinv");
+  expect_entrywise_gradient([](const Tensor& x) { return la::pinv(x); }, random_complex({3, 4}, 46),
+                            "pinv");
   expect_entrywise_gradient(la::matrix_exp, random_complex({3, 3}, 47), "matrix_exp");
 }
 
@@ -258,8 +270,8 @@ TEST(LinalgComplexGrad, SinglePrecisionAndRepeatedEigenvalues) {
   // c64 runs the c* routines and its gradients stay c64, close to the c128 ones.
   Tensor a = random_complex({3, 3}, 50, 3), b = random_complex({3, 2}, 51);
   auto loss = [](const Tensor& a, const Tensor& b) {
-    return fx::sum(fx::abs2(la::solve(a, b))) + fx::sum(la::eigvalsh(a)) +
-           fx::sum(la::svdvals(a)) + fx::real(la::logdet(a));
+    return fx::sum(fx::abs2(la::solve(a, b))) + fx::sum(la::eigvalsh(a)) + fx::sum(la::svdvals(a)) +
+           fx::real(la::logdet(a));
   };
   auto [ga, gb] = fx::gradient(loss, a, b);
   auto [fa, fb] = fx::gradient(loss, fx::astype(a, fx::c64), fx::astype(b, fx::c64));
@@ -283,21 +295,27 @@ std::string error_of(const std::function<void()>& f) {
 
 TEST(LinalgComplexErrors, NameTheFunctionAndTheShapes) {
   Tensor rect = fx::zeros({2, 3}, fx::c128), sq = fx::ones({3, 3}, fx::c128);
-  EXPECT_NE(error_of([&] { la::det(rect); }).find("fx::linalg::det: needs square matrices, got "
-                                                  "(2, 3)"), std::string::npos);
-  EXPECT_NE(error_of([&] { la::solve(sq, fx::ones({3, 1}, fx::f64)); })
-                .find("fx::linalg::solve: dtypes differ: c128 (3, 3) and f64 (3, 1)"),
+  EXPECT_NE(error_of([&] { la::det(rect); })
+                .find("fx::linalg::det: needs square matrices, got "
+                      "(2, 3)"),
             std::string::npos);
-  EXPECT_NE(error_of([&] { la::solve(fx::ones({3, 3}, fx::c64), fx::ones({3}, fx::c128)); })
-                .find("fx::linalg::solve: dtypes differ: c64 (3, 3) and c128 (3,)"),
+  EXPECT_NE(error_of([&] {
+              la::solve(sq, fx::ones({3, 1}, fx::f64));
+            }).find("fx::linalg::solve: dtypes differ: c128 (3, 3) and f64 (3, 1)"),
+            std::string::npos);
+  EXPECT_NE(error_of([&] {
+              la::solve(fx::ones({3, 3}, fx::c64), fx::ones({3}, fx::c128));
+            }).find("fx::linalg::solve: dtypes differ: c64 (3, 3) and c128 (3,)"),
             std::string::npos);
   EXPECT_NE(error_of([&] { la::inv(sq); }).find("fx::linalg::inv: (3, 3): matrix 0 is singular"),
             std::string::npos);
-  EXPECT_NE(error_of([&] { la::cholesky(-eye(3)); })
-                .find("fx::linalg::cholesky: (3, 3): matrix 0 is not positive definite"),
+  EXPECT_NE(error_of([&] {
+              la::cholesky(-eye(3));
+            }).find("fx::linalg::cholesky: (3, 3): matrix 0 is not positive definite"),
             std::string::npos);
-  EXPECT_NE(error_of([&] { la::eigh(fx::ones({2, 3}, fx::c128)); })
-                .find("fx::linalg::eigh: needs square matrices, got (2, 3)"),
+  EXPECT_NE(error_of([&] {
+              la::eigh(fx::ones({2, 3}, fx::c128));
+            }).find("fx::linalg::eigh: needs square matrices, got (2, 3)"),
             std::string::npos);
 }
 

@@ -25,9 +25,7 @@ Tensor random_matrix(const fx::Shape& s, uint64_t seed, double shift = 0) {
   return shift == 0 ? a : a + shift * la::eye(s[s.size() - 1], fx::f64);
 }
 
-double max_abs_diff(const Tensor& a, const Tensor& b) {
-  return fx::max(fx::abs(a - b)).item();
-}
+double max_abs_diff(const Tensor& a, const Tensor& b) { return fx::max(fx::abs(a - b)).item(); }
 
 // Columns with a positive first entry: a gauge-invariant function of eigenvectors (whose signs
 // LAPACK picks), that still depends on every entry. sign() has no derivative.
@@ -37,10 +35,10 @@ Tensor fix_signs(const Tensor& v, const Tensor& by) {
 
 Tensor flat(const Tensor& x) { return fx::reshape(x, {-1}); }
 
-#define EXPECT_GRADCHECK(...)                               \
-  do {                                                      \
-    auto r = fx::testing::gradcheck(__VA_ARGS__);           \
-    EXPECT_TRUE(r) << r;                                    \
+#define EXPECT_GRADCHECK(...)                     \
+  do {                                            \
+    auto r = fx::testing::gradcheck(__VA_ARGS__); \
+    EXPECT_TRUE(r) << r;                          \
   } while (0)
 
 TEST(Linalg, SolveAndInverseSatisfyTheirEquations) {
@@ -50,8 +48,9 @@ TEST(Linalg, SolveAndInverseSatisfyTheirEquations) {
   Tensor v = random_matrix({4, 1}, 3).reshape({4});  // one vector for both systems
   Tensor xv = la::solve(a, v);
   EXPECT_EQ(xv.shape(), fx::Shape({2, 4}));
-  EXPECT_LT(max_abs_diff(fx::matmul(a, fx::unsqueeze(xv, -1)), fx::expand(
-      fx::reshape(v, {1, 4, 1}), {2, 4, 1})), 1e-12);
+  EXPECT_LT(max_abs_diff(fx::matmul(a, fx::unsqueeze(xv, -1)),
+                         fx::expand(fx::reshape(v, {1, 4, 1}), {2, 4, 1})),
+            1e-12);
   EXPECT_LT(max_abs_diff(fx::matmul(la::inv(a), a), fx::expand(la::eye(4, fx::f64), {2, 4, 4})),
             1e-12);
   Tensor af = fx::astype(a, fx::f32), bf = fx::astype(b, fx::f32);
@@ -63,14 +62,18 @@ TEST(Linalg, TriangularSolveReadsOneTriangle) {
   Tensor a = random_matrix({3, 3}, 4, 4), b = random_matrix({3, 2}, 5);
   Tensor l = a * fx::tensor({1, 0, 0, 1, 1, 0, 1, 1, 1}, fx::f64).reshape({3, 3});
   EXPECT_LT(max_abs_diff(la::triangular_solve(a, b), la::solve(l, b)), 1e-12);
-  EXPECT_LT(max_abs_diff(la::triangular_solve(a, b, true), la::solve(fx::transpose(
-      fx::transpose(a) * fx::tensor({1, 0, 0, 1, 1, 0, 1, 1, 1}, fx::f64).reshape({3, 3})), b)),
+  EXPECT_LT(
+      max_abs_diff(
+          la::triangular_solve(a, b, true),
+          la::solve(fx::transpose(fx::transpose(a) *
+                                  fx::tensor({1, 0, 0, 1, 1, 0, 1, 1, 1}, fx::f64).reshape({3, 3})),
+                    b)),
       1e-12);
 }
 
 TEST(Linalg, DeterminantsOfKnownMatrices) {
-  Tensor a = fx::tensor({2, 1, 1, 3}, fx::f64).reshape({2, 2});   // det 5
-  Tensor p = fx::tensor({0, 1, 1, 0}, fx::f64).reshape({2, 2});   // det -1 (a row swap)
+  Tensor a = fx::tensor({2, 1, 1, 3}, fx::f64).reshape({2, 2});  // det 5
+  Tensor p = fx::tensor({0, 1, 1, 0}, fx::f64).reshape({2, 2});  // det -1 (a row swap)
   EXPECT_NEAR(la::det(a).item(), 5, 1e-12);
   EXPECT_NEAR(la::det(p).item(), -1, 1e-12);
   EXPECT_NEAR(la::logdet(a).item(), std::log(5.0), 1e-12);
@@ -82,8 +85,9 @@ TEST(Linalg, DeterminantsOfKnownMatrices) {
   EXPECT_NEAR(la::trace(a).item(), 5, 0);
   Tensor r = random_matrix({3, 5, 5}, 6);
   auto w = la::eigvalsh(fx::matmul(r, fx::transpose(r)));  // det = product of eigenvalues
-  EXPECT_LT(max_abs_diff(la::det(fx::matmul(r, fx::transpose(r))), fx::exp(fx::sum(fx::log(w), {-1}))),
-            1e-8 * fx::max(fx::abs(la::det(fx::matmul(r, fx::transpose(r))))).item());
+  EXPECT_LT(
+      max_abs_diff(la::det(fx::matmul(r, fx::transpose(r))), fx::exp(fx::sum(fx::log(w), {-1}))),
+      1e-8 * fx::max(fx::abs(la::det(fx::matmul(r, fx::transpose(r))))).item());
 }
 
 TEST(Linalg, FactorisationsReconstructTheirInput) {
@@ -152,8 +156,8 @@ TEST(LinalgGrad, SolvesInverseAndDeterminants) {
   EXPECT_GRADCHECK(la::solve, a, b);
   EXPECT_GRADCHECK([](const Tensor& a, const Tensor& v) { return la::solve(a, v); }, a,
                    random_matrix({3, 1}, 22).reshape({3}));
-  EXPECT_GRADCHECK([](const Tensor& a, const Tensor& b) { return la::triangular_solve(a, b); },
-                   a, b);
+  EXPECT_GRADCHECK([](const Tensor& a, const Tensor& b) { return la::triangular_solve(a, b); }, a,
+                   b);
   EXPECT_GRADCHECK(
       [](const Tensor& a, const Tensor& b) { return la::triangular_solve(a, b, true); }, a, b);
   EXPECT_GRADCHECK(la::inv, a);
@@ -213,31 +217,40 @@ std::string error_of(const std::function<void()>& f) {
 
 TEST(LinalgErrors, NameTheFunctionAndTheShapes) {
   Tensor rect = fx::zeros({2, 3}, fx::f64), sq = fx::ones({3, 3}, fx::f64);
-  EXPECT_NE(error_of([&] { la::solve(rect, rect); }).find("fx::linalg::solve: needs square "
-                                                          "matrices, got (2, 3)"), std::string::npos);
+  EXPECT_NE(error_of([&] { la::solve(rect, rect); })
+                .find("fx::linalg::solve: needs square "
+                      "matrices, got (2, 3)"),
+            std::string::npos);
   EXPECT_NE(error_of([&] { la::inv(sq); }).find("fx::linalg::inv: (3, 3): matrix 0 is singular"),
             std::string::npos);
-  EXPECT_NE(error_of([&] { la::solve(sq, fx::zeros({4, 1}, fx::f64)); })
-                .find("fx::linalg::solve: (3, 3) and (4, 1): right-hand side needs 3 rows"),
+  EXPECT_NE(error_of([&] {
+              la::solve(sq, fx::zeros({4, 1}, fx::f64));
+            }).find("fx::linalg::solve: (3, 3) and (4, 1): right-hand side needs 3 rows"),
             std::string::npos);
-  EXPECT_NE(error_of([&] { la::solve(fx::zeros({2, 3, 3}, fx::f64), fx::zeros({4, 3, 1}, fx::f64)); })
-                .find("batch axes (2,) and (4,) do not broadcast"),
+  EXPECT_NE(error_of([&] {
+              la::solve(fx::zeros({2, 3, 3}, fx::f64), fx::zeros({4, 3, 1}, fx::f64));
+            }).find("batch axes (2,) and (4,) do not broadcast"),
             std::string::npos);
-  EXPECT_NE(error_of([&] { la::cholesky(-la::eye(3, fx::f64)); })
-                .find("fx::linalg::cholesky: (3, 3): matrix 0 is not positive definite"),
+  EXPECT_NE(error_of([&] {
+              la::cholesky(-la::eye(3, fx::f64));
+            }).find("fx::linalg::cholesky: (3, 3): matrix 0 is not positive definite"),
             std::string::npos);
-  EXPECT_NE(error_of([&] { la::triangular_solve(fx::zeros({2, 2}, fx::f64), fx::ones({2}, fx::f64)); })
-                .find("fx::linalg::triangular_solve: (2, 2): matrix 0 is singular"),
+  EXPECT_NE(error_of([&] {
+              la::triangular_solve(fx::zeros({2, 2}, fx::f64), fx::ones({2}, fx::f64));
+            }).find("fx::linalg::triangular_solve: (2, 2): matrix 0 is singular"),
             std::string::npos);
-  EXPECT_NE(error_of([&] { la::det(fx::ones({3, 3}, fx::i64)); })
-                .find("fx::linalg::det: needs f32, f64, c64 or c128, got i64 (3, 3)"),
+  EXPECT_NE(error_of([&] {
+              la::det(fx::ones({3, 3}, fx::i64));
+            }).find("fx::linalg::det: needs f32, f64, c64 or c128, got i64 (3, 3)"),
             std::string::npos);
-  EXPECT_NE(error_of([&] { la::eigh(fx::ones({3}, fx::f64)); })
-                .find("fx::linalg::eigh: needs a matrix (..., m, n), got (3,)"),
+  EXPECT_NE(error_of([&] {
+              la::eigh(fx::ones({3}, fx::f64));
+            }).find("fx::linalg::eigh: needs a matrix (..., m, n), got (3,)"),
             std::string::npos);
-  EXPECT_NE(error_of([&] { fx::gradient([](const Tensor& a) {
-                       return fx::sum(std::get<1>(la::qr(a))); }, fx::ones({2, 3}, fx::f64)); })
-                .find("fx::linalg::qr: the derivative of the reduced QR of a (2, 3) matrix"),
+  EXPECT_NE(error_of([&] {
+              fx::gradient([](const Tensor& a) { return fx::sum(std::get<1>(la::qr(a))); },
+                           fx::ones({2, 3}, fx::f64));
+            }).find("fx::linalg::qr: the derivative of the reduced QR of a (2, 3) matrix"),
             std::string::npos);
 }
 

@@ -10,7 +10,8 @@ namespace fx::rows {
 
 std::vector<Row> linalg_rows() {
   return {
-      {"matmul", bin(fx::matmul),
+      {"matmul",
+       bin(fx::matmul),
        {.cases = pairs({{{45, 65}, {65, 33}},
                         {{1, 7}, {7, 1}},
                         {{65}, {65, 33}},
@@ -34,7 +35,8 @@ std::vector<Row> linalg_rows() {
        {.cases = pairs({{{3, 40, 5}, {3, 4, 5}}, {{30, 2}, {3, 2}}, {{9, 1}, {1, 1}}})}},
       // Narrow products (at most 12 columns, inner dimension at most 16): the CPU kernel keeps
       // blocks of rows in registers, packing B per batch (a broadcast B, a transposed B).
-      {"matmul_narrow", bin(fx::matmul),
+      {"matmul_narrow",
+       bin(fx::matmul),
        {.cases = pairs({{{3, 300, 10}, {3, 10, 10}},
                         {{70, 16}, {16, 12}},
                         {{2, 41, 7}, {7, 1}},
@@ -45,15 +47,18 @@ std::vector<Row> linalg_rows() {
       {"dot", bin(fx::dot), {.cases = pairs({{{17}, {17}}, {{1}, {1}}, {{0}, {0}}})}},
       // linear(x, w, b, act) = act(x @ w^T + b): a 3-d x folds into one product; empty batches
       // and an empty inner dimension (the output is then act(b)) run too.
-      {"linear", [](const Args& a) { return fx::linear(a[0], a[1], a[2]); },
+      {"linear",
+       [](const Args& a) { return fx::linear(a[0], a[1], a[2]); },
        {.cases = {{In{{45, 65}}, In{{33, 65}}, In{{33}}},
                   {In{{7}}, In{{3, 7}}, In{{3}}},
                   {In{{2, 3, 5}}, In{{4, 5}}, In{{4}}},
                   {In{{0, 4}}, In{{3, 4}}, In{{3}}},
                   {In{{5, 0}}, In{{3, 0}}, In{{3}}}}}},
-      {"linear_relu", [](const Args& a) { return fx::linear(a[0], a[1], a[2], Epilogue::relu); },
+      {"linear_relu",
+       [](const Args& a) { return fx::linear(a[0], a[1], a[2], Epilogue::relu); },
        {.cases = {{In{{9, 12}}, In{{6, 12}}, In{{6}}}, {In{{2, 3, 5}}, In{{4, 5}}, In{{4}}}}}},
-      {"linear_tanh", [](const Args& a) { return fx::linear(a[0], a[1], a[2], Epilogue::tanh); },
+      {"linear_tanh",
+       [](const Args& a) { return fx::linear(a[0], a[1], a[2], Epilogue::tanh); },
        {.cases = {{In{{9, 12}}, In{{6, 12}}, In{{6}}}}}},
       {"linear_sigmoid",
        [](const Args& a) { return fx::linear(a[0], a[1], a[2], Epilogue::sigmoid); },
@@ -86,7 +91,9 @@ TEST(Linalg, MatmulValuesAndShapes) {
 // that line, with each operand plain or transposed, against the f64 product (OpenBLAS dgemm).
 TEST(Linalg, F32ProductsOnBothGemmLibrariesMatchF64) {
   fx::Generator gen(11);
-  struct Case { int64_t m, n, k; };
+  struct Case {
+    int64_t m, n, k;
+  };
   for (Case c : {Case{256, 128, 784}, Case{512, 300, 512}}) {  // 25.7M and 78.6M
     for (bool ta : {false, true})
       for (bool tb : {false, true}) {
@@ -114,27 +121,29 @@ using fx::Epilogue;
 
 TEST(Linalg, LinearMatchesTheComposedOps) {
   fx::Generator gen(5);
-  struct Case { int64_t m, n, k; };
+  struct Case {
+    int64_t m, n, k;
+  };
   for (Case c : {Case{128, 256, 96}, Case{96, 64, 200}, Case{128, 10, 64}, Case{3, 4, 5}})
     for (auto act : {Epilogue::identity, Epilogue::relu, Epilogue::tanh, Epilogue::sigmoid}) {
-      SCOPED_TRACE(::testing::Message() << c.m << "x" << c.k << " -> " << c.n << " epilogue "
-                                        << int(act));
+      SCOPED_TRACE(::testing::Message()
+                   << c.m << "x" << c.k << " -> " << c.n << " epilogue " << int(act));
       fx::Tensor x = fx::randn({c.m, c.k}, gen), w = fx::randn({c.n, c.k}, gen) * 0.1,
                  b = fx::randn({c.n}, gen);
       auto composed = [act](const fx::Tensor& x, const fx::Tensor& w, const fx::Tensor& b) {
         fx::Tensor z = fx::matmul(x, fx::transpose(w)) + b;
-        return act == Epilogue::relu ? fx::relu(z) : act == Epilogue::tanh ? fx::tanh(z)
-               : act == Epilogue::sigmoid ? fx::sigmoid(z) : z;
+        return act == Epilogue::relu      ? fx::relu(z)
+               : act == Epilogue::tanh    ? fx::tanh(z)
+               : act == Epilogue::sigmoid ? fx::sigmoid(z)
+                                          : z;
       };
       auto fused = [act](const fx::Tensor& x, const fx::Tensor& w, const fx::Tensor& b) {
         return fx::linear(x, w, b, act);
       };
       fx::Tensor y = fused(x, w, b), want = composed(x, w, b);
       const bool exact = act == Epilogue::identity || act == Epilogue::relu;
-      if (exact)
-        EXPECT_EQ(fx::to_vector<float>(y), fx::to_vector<float>(want));
-      else
-        EXPECT_LT(fx::max(fx::abs(y - want)).item(), 1e-6);
+      if (exact) EXPECT_EQ(fx::to_vector<float>(y), fx::to_vector<float>(want));
+      else EXPECT_LT(fx::max(fx::abs(y - want)).item(), 1e-6);
       auto loss = [](auto f) {
         return [f](const fx::Tensor& x, const fx::Tensor& w, const fx::Tensor& b) {
           fx::Tensor y = f(x, w, b);

@@ -29,10 +29,10 @@ using Args = std::vector<Tensor>;
 using OpFn = std::function<Tensor(const Args&)>;
 
 enum class Kind {
-  real,   // uniform in the row's range (per-input range if given)
-  index,  // integers in [0, bound), i64 unless dtype says i32
+  real,          // uniform in the row's range (per-input range if given)
+  index,         // integers in [0, bound), i64 unless dtype says i32
   signed_index,  // integers in [-bound, bound): negative ones count from the end
-  mask,   // random bools
+  mask,          // random bools
 };
 
 struct In {
@@ -49,13 +49,13 @@ struct Range {
 
 struct Opts {
   std::vector<Case> cases;
-  Range range = {-2, 2};             // real inputs
-  std::vector<Range> ranges = {};    // per-input override of `range`
-  int order = 2;                     // gradcheck order; 0 = forward only
-  std::string why = "";              // why order < 2 (shown on failure)
+  Range range = {-2, 2};                   // real inputs
+  std::vector<Range> ranges = {};          // per-input override of `range`
+  int order = 2;                           // gradcheck order; 0 = forward only
+  std::string why = "";                    // why order < 2 (shown on failure)
   std::vector<DType> dtypes = {f32, f64};  // forward comparison dtypes of real inputs
   bool complex = false;  // real inputs are complex numbers instead: c64/c128 forward, c128 gradient
-  double grid = 0;                   // > 0: round real inputs to this step (forces ties)
+  double grid = 0;       // > 0: round real inputs to this step (forces ties)
   testing::GradcheckOptions grad = {};
 };
 

@@ -57,16 +57,17 @@ TEST(ParallelPaths, MatmulSplitByRowsOrColumnsMatchesReference) {
   // The MLP's products (both layouts of each operand), an odd row count, few rows, and a
   // product just above the split threshold. Split by columns (B the largest operand): Dense's
   // x @ W^T, odd column counts, B plain and transposed.
-  const Case cases[] = {{256, 784, 128, false, true}, {256, 128, 784, true, false},
-                        {256, 128, 128, true, true},  {37, 300, 91, false, false},
-                        {10, 128, 128, false, true},  {64, 64, 40, false, false},
-                        {128, 784, 256, false, true}, {40, 300, 91, false, false},
-                        {33, 200, 151, true, true}};
+  const Case cases[] = {
+      {256, 784, 128, false, true}, {256, 128, 784, true, false}, {256, 128, 128, true, true},
+      {37, 300, 91, false, false},  {10, 128, 128, false, true},  {64, 64, 40, false, false},
+      {128, 784, 256, false, true}, {40, 300, 91, false, false},  {33, 200, 151, true, true}};
   for (fx::DType t : {fx::f32, fx::f64}) {
     const double tol = t == fx::f32 ? 1e-4 : 1e-12;
     for (const Case& c : cases) {
-      Tensor a = c.ta ? fx::transpose(fx::randn({c.k, c.m}, gen, t)) : fx::randn({c.m, c.k}, gen, t);
-      Tensor b = c.tb ? fx::transpose(fx::randn({c.n, c.k}, gen, t)) : fx::randn({c.k, c.n}, gen, t);
+      Tensor a =
+          c.ta ? fx::transpose(fx::randn({c.k, c.m}, gen, t)) : fx::randn({c.m, c.k}, gen, t);
+      Tensor b =
+          c.tb ? fx::transpose(fx::randn({c.n, c.k}, gen, t)) : fx::randn({c.k, c.n}, gen, t);
       Tensor two = with_threads(2, [&] { return fx::matmul(a, b); });
       Tensor one = with_threads(1, [&] { return fx::matmul(a, b); });
       Tensor ref = on_reference([&] { return fx::matmul(a, b); });
@@ -89,23 +90,22 @@ TEST(ParallelPaths, LinearEpilogueAndFusedPullbackMatchReference) {
     int64_t m, k, n;
     bool tx;  // x given as a transposed view
   };
-  const Case cases[] = {{128, 784, 256, false}, {128, 256, 128, false}, {37, 300, 91, true},
-                        {200, 64, 30, false}};
+  const Case cases[] = {
+      {128, 784, 256, false}, {128, 256, 128, false}, {37, 300, 91, true}, {200, 64, 30, false}};
   for (fx::DType t : {fx::f32, fx::f64}) {
     const double tol = t == fx::f32 ? 1e-4 : 1e-12;
     for (const Case& c : cases)
       for (auto act : {fx::Epilogue::relu, fx::Epilogue::sigmoid, fx::Epilogue::identity}) {
         SCOPED_TRACE(::testing::Message() << c.m << "x" << c.k << "x" << c.n << " epilogue "
                                           << int(act) << " " << fx::dtype_name(t));
-        Tensor x = c.tx ? fx::transpose(fx::randn({c.k, c.m}, gen, t)) : fx::randn({c.m, c.k}, gen, t);
+        Tensor x =
+            c.tx ? fx::transpose(fx::randn({c.k, c.m}, gen, t)) : fx::randn({c.m, c.k}, gen, t);
         Tensor w = fx::randn({c.n, c.k}, gen, t) * 0.1, b = fx::randn({c.n}, gen, t);
         Tensor dy = fx::randn({c.m, c.n}, gen, t);
         auto run = [&] {
-          auto [y, back] = fx::pullback(
-              [&](const Tensor& x, const Tensor& w, const Tensor& b) {
-                return fx::linear(x, w, b, act);
-              },
-              x, w, b);
+          auto [y, back] = fx::pullback([&](const Tensor& x, const Tensor& w,
+                                            const Tensor& b) { return fx::linear(x, w, b, act); },
+                                        x, w, b);
           auto [gx, gw, gb] = back(dy);
           return std::vector<Tensor>{y, gx, gw, gb};
         };
@@ -140,9 +140,7 @@ TEST(ParallelPaths, TransposedOperandsWalkedInTilesMatchReference) {
       Tensor xt = fx::transpose(fx::randn({c, r}, gen, t));  // (r, c), unit stride down columns
       Tensor y = fx::randn({r, c}, gen, t);
       Tensor bias = fx::randn({c}, gen, t);
-      auto ops = [&] {
-        return std::vector<Tensor>{xt + y, y * xt, xt + bias, fx::maximum(xt, y)};
-      };
+      auto ops = [&] { return std::vector<Tensor>{xt + y, y * xt, xt + bias, fx::maximum(xt, y)}; };
       std::vector<Tensor> two;
       {
         Threads th(2);
@@ -263,8 +261,8 @@ TEST(ParallelPaths, LinearReluKeepsNaN) {
   };
   for (int threads : {1, 2})
     for (Case c : {Case{3, 4, 5}, Case{128, 256, 784}, Case{128, 128, 256}, Case{200, 30, 64}}) {
-      SCOPED_TRACE(::testing::Message() << c.m << "x" << c.k << " -> " << c.n << " on "
-                                        << threads << " threads");
+      SCOPED_TRACE(::testing::Message()
+                   << c.m << "x" << c.k << " -> " << c.n << " on " << threads << " threads");
       std::vector<float> xs = fx::to_vector<float>(fx::randn({c.m, c.k}, gen));
       xs[1] = std::nanf("");  // in row 0: every output of that row is NaN
       const Tensor x = fx::from_vector(xs, fx::Shape{c.m, c.k});

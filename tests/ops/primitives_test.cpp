@@ -14,8 +14,8 @@
 #include <set>
 #include <sstream>
 
-#include "op_rows.hpp"
 #include <fluxion/ad/trace.hpp>
+#include "op_rows.hpp"
 
 namespace fx::rows {
 namespace {
@@ -159,11 +159,11 @@ TEST_P(PrimitiveRow, ForwardMatchesTheReferenceBackend) {
   for (size_t ci = 0; ci < row.o.cases.size(); ++ci) {
     const Case& c = row.o.cases[ci];
     for (DType dtype : row.o.dtypes) {
-      for (Layout layout : {Layout::contiguous, Layout::transposed, Layout::sliced,
-                            Layout::expanded}) {
+      for (Layout layout :
+           {Layout::contiguous, Layout::transposed, Layout::sliced, Layout::expanded}) {
         if (!applies(layout, c)) continue;
-        SCOPED_TRACE(::testing::Message() << "case " << ci << ", " << dtype_name(dtype) << ", "
-                                          << layout_name(layout));
+        SCOPED_TRACE(::testing::Message()
+                     << "case " << ci << ", " << dtype_name(dtype) << ", " << layout_name(layout));
         Inputs in = make_inputs(row, c, dtype, layout, seed_of(row.name, ci, int(layout)));
         std::vector<std::vector<double>> before;
         for (const Tensor& o : in.owners) before.push_back(as_doubles(o));
@@ -235,8 +235,8 @@ TEST_P(PrimitiveRow, MetaEvaluationMatchesTheKernelsShapesAndDtypes) {
   for (size_t ci = 0; ci < row.o.cases.size(); ++ci) {
     for (DType dtype : row.o.dtypes) {
       SCOPED_TRACE(::testing::Message() << "case " << ci << ", " << dtype_name(dtype));
-      Inputs in = make_inputs(row, row.o.cases[ci], dtype, Layout::contiguous,
-                              seed_of(row.name, ci, 5));
+      Inputs in =
+          make_inputs(row, row.o.cases[ci], dtype, Layout::contiguous, seed_of(row.name, ci, 5));
       const Outcome eager = run(row, in.args);
       Args meta;
       for (const Tensor& a : in.args) meta.push_back(to(a, Device::meta));

@@ -21,95 +21,161 @@ std::vector<Row> reduce_rows() {
   return {
       {"sum", un([](const Tensor& x) { return fx::sum(x); }), {.cases = us, .dtypes = kNumeric}},
       // prefix and suffix axes take the tuned kernel; the others fall back to the reference
-      {"sum_axis0", un([](const Tensor& x) { return fx::sum(x, 0); }),
+      {"sum_axis0",
+       un([](const Tensor& x) { return fx::sum(x, 0); }),
        {.cases = matrices, .dtypes = kNumeric}},
-      {"sum_last_keepdim", un([](const Tensor& x) { return fx::sum(x, -1, true); }),
+      {"sum_last_keepdim",
+       un([](const Tensor& x) { return fx::sum(x, -1, true); }),
        {.cases = matrices, .dtypes = kNumeric}},
-      {"sum_large", un([](const Tensor& x) { return fx::sum(x, -1) + fx::sum(fx::sum(x, 0)); }),
+      {"sum_large",
+       un([](const Tensor& x) { return fx::sum(x, -1) + fx::sum(fx::sum(x, 0)); }),
        {.cases = shapes({{300, 150}})}},
-      {"sum_middle_axis", un([](const Tensor& x) { return fx::sum(x, 1); }),
+      {"sum_middle_axis",
+       un([](const Tensor& x) { return fx::sum(x, 1); }),
        {.cases = shapes({{5, 7, 11}, {3, 1, 4}})}},
-      {"sum_outer_axes", un([](const Tensor& x) { return fx::sum(x, {0, -1}); }),
+      {"sum_outer_axes",
+       un([](const Tensor& x) {
+         return fx::sum(x, {0, -1});
+       }),
        {.cases = shapes({{5, 7, 11}, {2, 3, 4, 5}})}},
-      {"sum_bool", un([](const Tensor& m) { return fx::sum(m, 1); }),
+      {"sum_bool",
+       un([](const Tensor& m) { return fx::sum(m, 1); }),
        {.cases = {{In{{45, 65}, Kind::mask}}}, .order = 0, .why = "bool input, i64 output"}},
       // any / all of numbers: a grid puts 0, 1 and 2 in the input, so short rows are sometimes
       // all non-zero; bool inputs, NaN (true) and empty tensors (any false, all true).
-      {"any", un([](const Tensor& x) { return fx::any(x, -1); }),
-       {.cases = shapes({{45, 3}, {5, 7, 2}, {0, 4}, {4, 0}}), .range = {0, 1.9}, .order = 0,
-        .why = "bool output", .dtypes = kNumeric, .grid = 1}},
-      {"all", un([](const Tensor& x) { return fx::all(x, {0, 2}, true); }),
-       {.cases = shapes({{2, 7, 2}, {3, 4, 1}, {0, 4, 2}}), .range = {0, 1.9}, .order = 0,
-        .why = "bool output", .dtypes = kNumeric, .grid = 1}},
-      {"any_all_whole", un([](const Tensor& x) { return fx::stack({fx::any(x), fx::all(x)}); }),
-       {.cases = shapes({{4}, {2, 3}, {}, {0, 4}, {40000}}), .range = {0, 1.9}, .order = 0,
-        .why = "bool output", .dtypes = kNumeric, .grid = 1}},
-      {"any_all_axes", un([](const Tensor& x) {
-         return fx::concat({fx::any(x, {0}), fx::all(x, {0}), fx::any(x, {1}), fx::all(x, {1})},
-                           0);
+      {"any",
+       un([](const Tensor& x) { return fx::any(x, -1); }),
+       {.cases = shapes({{45, 3}, {5, 7, 2}, {0, 4}, {4, 0}}),
+        .range = {0, 1.9},
+        .order = 0,
+        .why = "bool output",
+        .dtypes = kNumeric,
+        .grid = 1}},
+      {"all",
+       un([](const Tensor& x) {
+         return fx::all(x, {0, 2}, true);
        }),
-       {.cases = shapes({{3, 3}, {300, 300}}), .range = {0, 1.9}, .order = 0,
-        .why = "bool output", .grid = 1}},
-      {"any_all_bool", un([](const Tensor& m) {
+       {.cases = shapes({{2, 7, 2}, {3, 4, 1}, {0, 4, 2}}),
+        .range = {0, 1.9},
+        .order = 0,
+        .why = "bool output",
+        .dtypes = kNumeric,
+        .grid = 1}},
+      {"any_all_whole",
+       un([](const Tensor& x) {
+         return fx::stack({fx::any(x), fx::all(x)});
+       }),
+       {.cases = shapes({{4}, {2, 3}, {}, {0, 4}, {40000}}),
+        .range = {0, 1.9},
+        .order = 0,
+        .why = "bool output",
+        .dtypes = kNumeric,
+        .grid = 1}},
+      {"any_all_axes",
+       un([](const Tensor& x) {
+         return fx::concat({fx::any(x, {0}), fx::all(x, {0}), fx::any(x, {1}), fx::all(x, {1})}, 0);
+       }),
+       {.cases = shapes({{3, 3}, {300, 300}}),
+        .range = {0, 1.9},
+        .order = 0,
+        .why = "bool output",
+        .grid = 1}},
+      {"any_all_bool",
+       un([](const Tensor& m) {
          return fx::stack({fx::any(m, 1), fx::all(m, 1), fx::any(m, 0), fx::all(m, 0)});
        }),
        {.cases = {{In{{3, 3}, Kind::mask}}}, .order = 0, .why = "bool input and output"}},
-      {"any_all_of_nan", un([](const Tensor& x) {
+      {"any_all_of_nan",
+       un([](const Tensor& x) {
          Tensor y = with_nonfinite(x);
          return fx::stack({fx::any(fx::isnan(y), 1), fx::all(fx::isfinite(y), 1),
                            fx::any(y == 0.0, 1), fx::all(y, 1)});
        }),
        {.cases = shapes({{45, 4}, {200, 300}}), .order = 0, .why = "bool output"}},
-      {"sum_to", un([](const Tensor& x) { return fx::sum_to(x, {1, x.shape()[2]}); }),
+      {"sum_to",
+       un([](const Tensor& x) {
+         return fx::sum_to(x, {1, x.shape()[2]});
+       }),
        {.cases = shapes({{5, 7, 11}, {2, 1, 3}})}},
-      {"max", un([](const Tensor& x) { return fx::max(x); }), {.cases = nonempty,
-                                                                 .dtypes = kNumeric}},
-      {"max_last_keepdim", un([](const Tensor& x) { return fx::max(x, -1, true); }),
+      {"max",
+       un([](const Tensor& x) { return fx::max(x); }),
+       {.cases = nonempty, .dtypes = kNumeric}},
+      {"max_last_keepdim",
+       un([](const Tensor& x) { return fx::max(x, -1, true); }),
        {.cases = shapes({{45, 65}, {5, 7, 11}, {1, 3, 1}}), .dtypes = kNumeric}},
-      {"max_ties", un([](const Tensor& x) { return fx::max(x, 0); }),
+      {"max_ties",
+       un([](const Tensor& x) { return fx::max(x, 0); }),
        {.cases = shapes({{6, 9}}), .order = 0, .why = ties, .dtypes = kNumeric, .grid = 1}},
-      {"min", un([](const Tensor& x) { return fx::min(x); }), {.cases = nonempty,
-                                                                 .dtypes = kNumeric}},
-      {"min_axis0", un([](const Tensor& x) { return fx::min(x, 0); }),
+      {"min",
+       un([](const Tensor& x) { return fx::min(x); }),
+       {.cases = nonempty, .dtypes = kNumeric}},
+      {"min_axis0",
+       un([](const Tensor& x) { return fx::min(x, 0); }),
        {.cases = shapes({{45, 65}, {5, 7, 11}, {1, 3}}), .dtypes = kNumeric}},
-      {"max_middle_axes", un([](const Tensor& x) { return fx::max(x, {1, 2}); }),
+      {"max_middle_axes",
+       un([](const Tensor& x) {
+         return fx::max(x, {1, 2});
+       }),
        {.cases = shapes({{5, 7, 11, 3}, {4, 1, 6, 2}}), .dtypes = kNumeric}},
       // Rows of fewer than 8 elements take the tuned sum's short-row loops.
-      {"sum_short_rows", un([](const Tensor& x) { return fx::sum(x, {1}); }),
+      {"sum_short_rows",
+       un([](const Tensor& x) { return fx::sum(x, {1}); }),
        {.cases = shapes({{3, 50, 2}, {2, 9, 7}, {41, 3}, {2, 3, 5}}), .dtypes = kNumeric}},
-      {"sum_short_last_axis", un([](const Tensor& x) { return fx::sum(x, {-1}); }),
+      {"sum_short_last_axis",
+       un([](const Tensor& x) { return fx::sum(x, {-1}); }),
        {.cases = shapes({{300, 3}, {5, 7}, {4, 1}, {2, 2000, 2}})}},
       // Rows of 8 to 16 elements: fixed-width loops (a sum over the GMM's D = 10, and mu's
       // gradient unbroadcast over the points).
-      {"sum_fixed_width_rows", un([](const Tensor& x) { return fx::sum(x, {-1}); }),
+      {"sum_fixed_width_rows",
+       un([](const Tensor& x) { return fx::sum(x, {-1}); }),
        {.cases = shapes({{300, 10}, {7, 8}, {3, 5, 16}, {2, 9}}), .dtypes = kNumeric}},
-      {"sum_fixed_width_columns", un([](const Tensor& x) { return fx::sum(x, {1}); }),
+      {"sum_fixed_width_columns",
+       un([](const Tensor& x) { return fx::sum(x, {1}); }),
        {.cases = shapes({{3, 50, 10}, {2, 9, 16}, {4, 7, 8}, {2, 3, 13}}), .dtypes = kNumeric}},
-      {"max_large", un([](const Tensor& x) { return fx::sum(fx::max(x, -1)) + fx::sum(fx::max(x, 0)); }),
+      {"max_large",
+       un([](const Tensor& x) { return fx::sum(fx::max(x, -1)) + fx::sum(fx::max(x, 0)); }),
        {.cases = shapes({{300, 150}})}},
-      {"argmax", un([](const Tensor& x) { return fx::argmax(x, -1); }),
-       {.cases = shapes({{45, 65}, {5, 7, 11}, {1}, {3, 1}}), .order = 0, .why = "index output",
+      {"argmax",
+       un([](const Tensor& x) { return fx::argmax(x, -1); }),
+       {.cases = shapes({{45, 65}, {5, 7, 11}, {1}, {3, 1}}),
+        .order = 0,
+        .why = "index output",
         .dtypes = kNumeric}},
-      {"argmax_ties", un([](const Tensor& x) { return fx::argmax(x, 0, true); }),
-       {.cases = shapes({{6, 9}}), .order = 0, .why = "index output", .dtypes = kNumeric,
+      {"argmax_ties",
+       un([](const Tensor& x) { return fx::argmax(x, 0, true); }),
+       {.cases = shapes({{6, 9}}),
+        .order = 0,
+        .why = "index output",
+        .dtypes = kNumeric,
         .grid = 1}},
-      {"argmin", un([](const Tensor& x) { return fx::argmin(x, 0, true); }),
-       {.cases = shapes({{45, 65}, {5, 7, 11}, {1}}), .order = 0, .why = "index output",
+      {"argmin",
+       un([](const Tensor& x) { return fx::argmin(x, 0, true); }),
+       {.cases = shapes({{45, 65}, {5, 7, 11}, {1}}),
+        .order = 0,
+        .why = "index output",
         .dtypes = kNumeric}},
       // composites
       {"mean", un([](const Tensor& x) { return fx::mean(x); }), {.cases = nonempty}},
-      {"mean_axes_keepdim", un([](const Tensor& x) { return fx::mean(x, {0, -1}, true); }),
+      {"mean_axes_keepdim",
+       un([](const Tensor& x) {
+         return fx::mean(x, {0, -1}, true);
+       }),
        {.cases = shapes({{45, 65}, {5, 7, 11}})}},
-      {"logsumexp", un([](const Tensor& x) { return fx::logsumexp(x, -1); }),
+      {"logsumexp",
+       un([](const Tensor& x) { return fx::logsumexp(x, -1); }),
        {.cases = shapes({{45, 65}, {5, 7, 11}, {1, 3, 1}}), .range = {-3, 3}}},
-      {"logsumexp_all", un([](const Tensor& x) { return fx::logsumexp(x); }),
-       {.cases = nonempty}},
+      {"logsumexp_all", un([](const Tensor& x) { return fx::logsumexp(x); }), {.cases = nonempty}},
       // Over a leading axis (the tuned kernel's row-wise path) and over middle axes.
-      {"logsumexp_axis0", un([](const Tensor& x) { return fx::logsumexp(x, 0); }),
+      {"logsumexp_axis0",
+       un([](const Tensor& x) { return fx::logsumexp(x, 0); }),
        {.cases = shapes({{7, 300}, {5, 3, 4}, {1, 6}}), .range = {-40, 40}}},
-      {"logsumexp_middle_axes", un([](const Tensor& x) { return fx::logsumexp(x, {1, 2}); }),
+      {"logsumexp_middle_axes",
+       un([](const Tensor& x) {
+         return fx::logsumexp(x, {1, 2});
+       }),
        {.cases = shapes({{3, 4, 5, 2}})}},
-      {"logsumexp_extreme", un([](const Tensor& x) { return fx::logsumexp(x, 0, true); }),
+      {"logsumexp_extreme",
+       un([](const Tensor& x) { return fx::logsumexp(x, 0, true); }),
        {.cases = shapes({{7, 3}}), .range = {500, 600}}},
       // logitcrossentropy with integer labels is one primitive over (N, C) rows: a batch of a
       // few rows, one row, one class, a sequence's 3-d logits, wide logits, and past the CPU
@@ -128,11 +194,16 @@ std::vector<Row> reduce_rows() {
       // sum_squares goes through the tuned sum's loops: every path (all axes, short and 8..16
       // wide last axes, short rows under a middle axis, the generic middle and leading axes).
       {"sum_squares", un([](const Tensor& x) { return fx::sum_squares(x); }), {.cases = us}},
-      {"sum_squares_last_axis", un([](const Tensor& x) { return fx::sum_squares(x, -1); }),
+      {"sum_squares_last_axis",
+       un([](const Tensor& x) { return fx::sum_squares(x, -1); }),
        {.cases = shapes({{300, 10}, {300, 3}, {3, 5, 16}, {45, 65}, {0, 4}})}},
-      {"sum_squares_middle_axis", un([](const Tensor& x) { return fx::sum_squares(x, 1, true); }),
+      {"sum_squares_middle_axis",
+       un([](const Tensor& x) { return fx::sum_squares(x, 1, true); }),
        {.cases = shapes({{3, 50, 10}, {3, 50, 2}, {5, 7, 30}, {3, 1, 4}})}},
-      {"sum_squares_axes", un([](const Tensor& x) { return fx::sum_squares(x, {0, -1}); }),
+      {"sum_squares_axes",
+       un([](const Tensor& x) {
+         return fx::sum_squares(x, {0, -1});
+       }),
        {.cases = shapes({{5, 7, 11}, {2, 3, 4, 5}})}},
   };
 }
@@ -232,7 +303,9 @@ TEST(Reduce, SumSquaresIsTheSumOfSquares) {
   // Complex tensors are refused (is it z^2 or |z|^2?), pointing at fx::abs for the latter.
   // (The table of bad inputs in errors_test.cpp reads its inputs back as reals.)
   EXPECT_TRUE(fx::testing::throws_mentioning(
-      [] { (void)fx::sum_squares(fx::zeros({2, 3}, fx::c128)); },
+      [] {
+        (void)fx::sum_squares(fx::zeros({2, 3}, fx::c128));
+      },
       {"fx::sum_squares", "c128", "(2, 3)", "fx::abs"}));
 }
 

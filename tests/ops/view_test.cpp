@@ -35,24 +35,32 @@ OpFn pad(int axis, int64_t start, int64_t step, int64_t extra) {
 std::vector<Row> view_rows() {
   auto us = unary_shapes();
   return {
-      {"reshape", un([](const Tensor& x) { return fx::reshape(x, reversed(x.shape())); }),
+      {"reshape",
+       un([](const Tensor& x) { return fx::reshape(x, reversed(x.shape())); }),
        {.cases = shapes({{45, 65}, {5, 7, 11}, {1, 3, 2}, {0, 4}}), .dtypes = kNumeric}},
-      {"reshape_infer", un([](const Tensor& x) { return x.reshape({-1}); }),
+      {"reshape_infer",
+       un([](const Tensor& x) { return x.reshape({-1}); }),
        {.cases = us, .dtypes = kNumeric}},
-      {"permute", un([](const Tensor& x) { return fx::permute(x, {2, 0, 1}); }),
+      {"permute",
+       un([](const Tensor& x) {
+         return fx::permute(x, {2, 0, 1});
+       }),
        {.cases = shapes({{5, 7, 11}, {1, 3, 1}, {4, 0, 2}}), .dtypes = kNumeric}},
-      {"slice", un([](const Tensor& x) { return fx::slice(x, -1, 1, -1, 2); }),
+      {"slice",
+       un([](const Tensor& x) { return fx::slice(x, -1, 1, -1, 2); }),
        {.cases = shapes({{45, 65}, {5, 7, 11}, {1, 3, 1}, {0, 4}}), .dtypes = kNumeric}},
-      {"slice_axis0", un([](const Tensor& x) { return fx::slice(x, 0, 2, 40); }),
+      {"slice_axis0",
+       un([](const Tensor& x) { return fx::slice(x, 0, 2, 40); }),
        {.cases = shapes({{45, 65}, {5, 7, 11}})}},
-      {"pad_slice", pad(1, 2, 3, 2), {.cases = shapes({{45, 21}, {5, 3, 11}}),
-                                      .dtypes = kNumeric}},
+      {"pad_slice", pad(1, 2, 3, 2), {.cases = shapes({{45, 21}, {5, 3, 11}}), .dtypes = kNumeric}},
       {"pad_slice_axis0", pad(0, 0, 1, 3), {.cases = shapes({{4}, {2, 3, 1}})}},
       // slice_set(base, value): what element and slice assignment record.
-      {"slice_set", [](const Args& a) { return fx::slice_set(a[0], 1, 1, 6, 2, a[1]); },
+      {"slice_set",
+       [](const Args& a) { return fx::slice_set(a[0], 1, 1, 6, 2, a[1]); },
        {.cases = pairs({{{4, 7}, {4, 3}}, {{2, 7, 3}, {2, 3, 3}}, {{3, 7}, {3, 1}}}),
         .dtypes = kNumeric}},
-      {"slice_set_axis0", [](const Args& a) { return fx::slice_set(a[0], 0, -2, 100, 1, a[1]); },
+      {"slice_set_axis0",
+       [](const Args& a) { return fx::slice_set(a[0], 0, -2, 100, 1, a[1]); },
        {.cases = pairs({{{5, 2}, {2, 2}}, {{3}, {}}})}},
       {"expand",
        un([](const Tensor& x) {
@@ -61,47 +69,74 @@ std::vector<Row> view_rows() {
          return fx::expand(x, s);
        }),
        {.cases = shapes({{1, 3}, {}, {5, 1, 11}, {4}}), .dtypes = kNumeric}},
-      {"concat", [](const Args& a) { return fx::concat({a[0], a[1]}, 0); },
+      {"concat",
+       [](const Args& a) {
+         return fx::concat({a[0], a[1]}, 0);
+       },
        {.cases = pairs({{{3, 5}, {4, 5}}, {{2, 3, 4}, {1, 3, 4}}, {{0, 5}, {3, 5}}, {{1}, {6}}}),
         .dtypes = kNumeric}},
-      {"concat_three_last_axis", [](const Args& a) { return fx::concat({a[0], a[1], a[2]}, -1); },
+      {"concat_three_last_axis",
+       [](const Args& a) {
+         return fx::concat({a[0], a[1], a[2]}, -1);
+       },
        {.cases = {{In{{4, 2}}, In{{4, 5}}, In{{4, 1}}},
                   {In{{2, 3, 1}}, In{{2, 3, 3}}, In{{2, 3, 2}}}}}},
       // Past the CPU kernels' OpenMP threshold (32768 elements): concat splits output tiles
       // across threads (stack along a late axis) or each input's elements (along axis 0).
       {"concat_parallel_stack",
-       [](const Args& a) { return fx::stack({a[0], a[1], a[2]}, 1); },
+       [](const Args& a) {
+         return fx::stack({a[0], a[1], a[2]}, 1);
+       },
        {.cases = {{In{{120, 100}}, In{{120, 100}}, In{{120, 100}}}},
         .dtypes = {f32, f64, boolean}}},
-      {"concat_parallel_axis0", [](const Args& a) { return fx::concat({a[0], a[1]}, 0); },
+      {"concat_parallel_axis0",
+       [](const Args& a) {
+         return fx::concat({a[0], a[1]}, 0);
+       },
        {.cases = pairs({{{200, 100}, {150, 100}}})}},
       {"pad_slice_parallel", pad(1, 1, 2, 3), {.cases = shapes({{200, 170}})}},
       {"slice_set_parallel",
        [](const Args& a) { return fx::slice_set(a[0], 1, 1, 300, 2, a[1]); },
        {.cases = pairs({{{200, 400}, {200, 150}}, {{200, 400}, {1, 150}}})}},
       // Complex values (c64 and c128 forward, c128 gradient).
-      {"concat_complex", [](const Args& a) { return fx::concat({a[0], a[1]}, 1); },
-       {.cases = pairs({{{3, 5}, {3, 2}}, {{2, 1, 4}, {2, 3, 4}}}), .dtypes = {c64, c128},
+      {"concat_complex",
+       [](const Args& a) {
+         return fx::concat({a[0], a[1]}, 1);
+       },
+       {.cases = pairs({{{3, 5}, {3, 2}}, {{2, 1, 4}, {2, 3, 4}}}),
+        .dtypes = {c64, c128},
         .complex = true}},
-      {"pad_slice_complex", pad(1, 2, 3, 2),
+      {"pad_slice_complex",
+       pad(1, 2, 3, 2),
        {.cases = shapes({{5, 3, 11}}), .dtypes = {c64, c128}, .complex = true}},
-      {"slice_set_complex", [](const Args& a) { return fx::slice_set(a[0], 1, 1, 6, 2, a[1]); },
-       {.cases = pairs({{{4, 7}, {4, 3}}, {{3, 7}, {3, 1}}}), .dtypes = {c64, c128},
+      {"slice_set_complex",
+       [](const Args& a) { return fx::slice_set(a[0], 1, 1, 6, 2, a[1]); },
+       {.cases = pairs({{{4, 7}, {4, 3}}, {{3, 7}, {3, 1}}}),
+        .dtypes = {c64, c128},
         .complex = true}},
       // composites
-      {"transpose", un([](const Tensor& x) { return fx::transpose(x); }),
+      {"transpose",
+       un([](const Tensor& x) { return fx::transpose(x); }),
        {.cases = shapes({{45, 65}, {5, 7, 11}, {1, 3}})}},
-      {"contiguous", un([](const Tensor& x) { return fx::contiguous(fx::transpose(x, 0, -1)); }),
+      {"contiguous",
+       un([](const Tensor& x) { return fx::contiguous(fx::transpose(x, 0, -1)); }),
        {.cases = shapes({{45, 65}, {5, 7, 11}})}},
-      {"flatten", un([](const Tensor& x) { return fx::flatten(x); }),
+      {"flatten",
+       un([](const Tensor& x) { return fx::flatten(x); }),
        {.cases = shapes({{5, 7, 11}, {3, 1}, {2, 3, 4, 5}})}},
-      {"squeeze", un([](const Tensor& x) { return fx::squeeze(x, 1); }),
+      {"squeeze",
+       un([](const Tensor& x) { return fx::squeeze(x, 1); }),
        {.cases = shapes({{3, 1, 4}, {5, 1}})}},
-      {"unsqueeze", un([](const Tensor& x) { return fx::unsqueeze(x, -1) * fx::unsqueeze(x, 0); }),
+      {"unsqueeze",
+       un([](const Tensor& x) { return fx::unsqueeze(x, -1) * fx::unsqueeze(x, 0); }),
        {.cases = shapes({{4}, {}})}},
-      {"select", un([](const Tensor& x) { return fx::select(x, 1, -2); }),
+      {"select",
+       un([](const Tensor& x) { return fx::select(x, 1, -2); }),
        {.cases = shapes({{45, 65}, {5, 7, 11}, {1, 3}})}},
-      {"stack", [](const Args& a) { return fx::stack({a[0], a[1], a[0]}, -1); },
+      {"stack",
+       [](const Args& a) {
+         return fx::stack({a[0], a[1], a[0]}, -1);
+       },
        {.cases = pairs({{{4, 5}, {4, 5}}, {{3}, {3}}, {{}, {}}})}},
   };
 }

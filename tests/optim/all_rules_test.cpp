@@ -100,8 +100,7 @@ TEST(AllRules, AdamAndAdamWCoupledAndNot) {
     s[0] = b1 * s[0] + (1 - b1) * g;
     s[1] = b2 * s[1] + (1 - b2) * g * g;
   };
-  expect_matches_reference(Adam{lr, b1, b2, eps}, {0, 0},
-                           [&](double& x, double g, auto& s, int t) {
+  expect_matches_reference(Adam{lr, b1, b2, eps}, {0, 0}, [&](double& x, double g, auto& s, int t) {
     moments(g, s);
     x -= lr * adam_step(s[0], s[1], b1, b2, eps, t);
   });
@@ -139,18 +138,18 @@ TEST(AllRules, AdaMaxAndOAdam) {
   const double lr = 0.03, b1 = 0.7, b2 = 0.9, eps = 1e-6;
   expect_matches_reference(AdaMax{lr, b1, b2, eps}, {0, 0},
                            [&](double& x, double g, auto& s, int t) {
-    s[0] = b1 * s[0] + (1 - b1) * g;
-    s[1] = std::max(b2 * s[1], std::abs(g));
-    x -= lr / (1 - std::pow(b1, t)) * s[0] / (s[1] + eps);
-  });
+                             s[0] = b1 * s[0] + (1 - b1) * g;
+                             s[1] = std::max(b2 * s[1], std::abs(g));
+                             x -= lr / (1 - std::pow(b1, t)) * s[0] / (s[1] + eps);
+                           });
   expect_matches_reference(OAdam{lr, b1, b2, eps}, {0, 0, 0},
                            [&](double& x, double g, auto& s, int t) {
-    s[0] = b1 * s[0] + (1 - b1) * g;
-    s[1] = b2 * s[1] + (1 - b2) * g * g;
-    const double term = lr * adam_step(s[0], s[1], b1, b2, eps, t);
-    x -= 2 * term - s[2];
-    s[2] = term;
-  });
+                             s[0] = b1 * s[0] + (1 - b1) * g;
+                             s[1] = b2 * s[1] + (1 - b2) * g * g;
+                             const double term = lr * adam_step(s[0], s[1], b1, b2, eps, t);
+                             x -= 2 * term - s[2];
+                             s[2] = term;
+                           });
 }
 
 TEST(AllRules, AdaGradAdaDeltaAMSGrad) {
@@ -167,29 +166,29 @@ TEST(AllRules, AdaGradAdaDeltaAMSGrad) {
   const double lr = 0.05, b1 = 0.8, b2 = 0.9, eps = 1e-4;
   expect_matches_reference(AMSGrad{lr, b1, b2, eps}, {eps, eps, eps},
                            [&](double& x, double g, auto& s, int) {
-    s[0] = b1 * s[0] + (1 - b1) * g;
-    s[1] = b2 * s[1] + (1 - b2) * g * g;
-    s[2] = std::max(s[2], s[1]);
-    x -= lr * s[0] / (std::sqrt(s[2]) + eps);
-  });
+                             s[0] = b1 * s[0] + (1 - b1) * g;
+                             s[1] = b2 * s[1] + (1 - b2) * g * g;
+                             s[2] = std::max(s[2], s[1]);
+                             x -= lr * s[0] / (std::sqrt(s[2]) + eps);
+                           });
 }
 
 TEST(AllRules, NAdamAdaBeliefLion) {
   const double lr = 0.03, b1 = 0.8, b2 = 0.9, eps = 1e-6;
   expect_matches_reference(NAdam{lr, b1, b2, eps}, {0, 0},
                            [&](double& x, double g, auto& s, int t) {
-    s[0] = b1 * s[0] + (1 - b1) * g;
-    s[1] = b2 * s[1] + (1 - b2) * g * g;
-    const double b1t = std::pow(b1, t), b2t = std::pow(b2, t);
-    x -= lr * (b1 * s[0] / (1 - b1 * b1t) + (1 - b1) * g / (1 - b1t)) /
-         (std::sqrt(s[1] * b2 / (1 - b2t)) + eps);
-  });
+                             s[0] = b1 * s[0] + (1 - b1) * g;
+                             s[1] = b2 * s[1] + (1 - b2) * g * g;
+                             const double b1t = std::pow(b1, t), b2t = std::pow(b2, t);
+                             x -= lr * (b1 * s[0] / (1 - b1 * b1t) + (1 - b1) * g / (1 - b1t)) /
+                                  (std::sqrt(s[1] * b2 / (1 - b2t)) + eps);
+                           });
   expect_matches_reference(AdaBelief{lr, b1, b2, eps}, {0, 0},
                            [&](double& x, double g, auto& s, int t) {
-    s[0] = b1 * s[0] + (1 - b1) * g;
-    s[1] = b2 * s[1] + (1 - b2) * (g - s[0]) * (g - s[0]) + eps;
-    x -= lr * adam_step(s[0], s[1], b1, b2, eps, t);
-  });
+                             s[0] = b1 * s[0] + (1 - b1) * g;
+                             s[1] = b2 * s[1] + (1 - b2) * (g - s[0]) * (g - s[0]) + eps;
+                             x -= lr * adam_step(s[0], s[1], b1, b2, eps, t);
+                           });
   expect_matches_reference(Lion{lr, b1, b2}, {0}, [&](double& x, double g, auto& s, int) {
     x -= lr * sgn(b1 * s[0] + (1 - b1) * g);  // the paper's update, from the old momentum
     s[0] = b2 * s[0] + (1 - b2) * g;
@@ -199,14 +198,15 @@ TEST(AllRules, NAdamAdaBeliefLion) {
 // The torch.optim forms (variant = pytorch), from the algorithm boxes of its documentation.
 TEST(AllRules, PytorchVariantsOfAMSGradAndNAdam) {
   const double lr = 0.05, b1 = 0.8, b2 = 0.9, eps = 1e-4;
-  expect_matches_reference(AMSGrad{lr, b1, b2, eps, AMSGrad::pytorch}, {0, 0, 0},
-                           [&](double& x, double g, auto& s, int t) {
-    s[0] = b1 * s[0] + (1 - b1) * g;
-    s[1] = b2 * s[1] + (1 - b2) * g * g;
-    s[2] = std::max(s[2], s[1]);  // before the bias correction, as torch Adam(amsgrad = true)
-    const double mhat = s[0] / (1 - std::pow(b1, t));
-    x -= lr * mhat / (std::sqrt(s[2] / (1 - std::pow(b2, t))) + eps);
-  });
+  expect_matches_reference(
+      AMSGrad{lr, b1, b2, eps, AMSGrad::pytorch}, {0, 0, 0},
+      [&](double& x, double g, auto& s, int t) {
+        s[0] = b1 * s[0] + (1 - b1) * g;
+        s[1] = b2 * s[1] + (1 - b2) * g * g;
+        s[2] = std::max(s[2], s[1]);  // before the bias correction, as torch Adam(amsgrad = true)
+        const double mhat = s[0] / (1 - std::pow(b1, t));
+        x -= lr * mhat / (std::sqrt(s[2] / (1 - std::pow(b2, t))) + eps);
+      });
   for (double psi : {4e-3, 0.5}) {
     NAdam rule{lr, b1, b2, eps, NAdam::pytorch, psi};
     expect_matches_reference(rule, {0, 0, 1}, [&](double& x, double g, auto& s, int t) {
@@ -214,8 +214,7 @@ TEST(AllRules, PytorchVariantsOfAMSGradAndNAdam) {
       s[0] = b1 * s[0] + (1 - b1) * g;
       s[1] = b2 * s[1] + (1 - b2) * g * g;
       s[2] *= mu(t);  // the product mu_1 ... mu_t
-      const double mhat =
-          mu(t + 1) * s[0] / (1 - s[2] * mu(t + 1)) + (1 - mu(t)) * g / (1 - s[2]);
+      const double mhat = mu(t + 1) * s[0] / (1 - s[2] * mu(t + 1)) + (1 - mu(t)) * g / (1 - s[2]);
       x -= lr * mhat / (std::sqrt(s[1] / (1 - std::pow(b2, t))) + eps);
     });
   }
@@ -247,12 +246,14 @@ TEST(AllRules, VariantsByName) {
 }
 
 TEST(AllRules, F32RunsTheSameFormulas) {
-  expect_matches_reference(Adam{0.02, 0.8, 0.95, 1e-6}, {0, 0},
-                           [&](double& x, double g, auto& s, int t) {
-    s[0] = 0.8 * s[0] + 0.2 * g;
-    s[1] = 0.95 * s[1] + 0.05 * g * g;
-    x -= 0.02 * adam_step(s[0], s[1], 0.8, 0.95, 1e-6, t);
-  }, fx::f32, 10);
+  expect_matches_reference(
+      Adam{0.02, 0.8, 0.95, 1e-6}, {0, 0},
+      [&](double& x, double g, auto& s, int t) {
+        s[0] = 0.8 * s[0] + 0.2 * g;
+        s[1] = 0.95 * s[1] + 0.05 * g * g;
+        x -= 0.02 * adam_step(s[0], s[1], 0.8, 0.95, 1e-6, t);
+      },
+      fx::f32, 10);
 }
 
 TEST(Transforms, AloneEachIsDescentWithRateOne) {
@@ -270,8 +271,11 @@ TEST(Transforms, AloneEachIsDescentWithRateOne) {
   expect_near(run(ClipNorm{10.0}, {3, 4, 0}), {-2, -6, 0});
   expect_near(run(ClipNorm{1.0, 1.0}, {1, 1, 2}), {0.75, -2.25, -0.5});
   expect_near(run(ClipNorm{1.0, INFINITY}, {1, -4, 2}), {0.75, -1, -0.5});
-  EXPECT_TRUE(fx::testing::throws_mentioning([&] { run(ClipNorm{1.0}, {NAN, 0, 0}); },
-                                             {"ClipNorm", "norm"}));
+  EXPECT_TRUE(fx::testing::throws_mentioning(
+      [&] {
+        run(ClipNorm{1.0}, {NAN, 0, 0});
+      },
+      {"ClipNorm", "norm"}));
 }
 
 TEST(Transforms, ClipNormIsPerLeaf) {
@@ -371,7 +375,8 @@ TEST(Adjust, LearningRateNamedFieldsAndSubtrees) {
   adjust(opt, 0.2);
   adjust(opt, 0.3, "layers.1");
   adjust(opt, &Momentum::rho, 0.0);
-  adjust(opt, [](ClipGrad& c) { c.delta = 0.5; }, "layers.0.w");
+  adjust(
+      opt, [](ClipGrad& c) { c.delta = 0.5; }, "layers.0.w");
   update(opt, m, ones_grad());
   EXPECT_NEAR(values(m.layers[0].w)[0], 1 - 0.2 * 0.5, 1e-15);  // clipped to 0.5
   EXPECT_NEAR(values(m.layers[0].b)[0], 1 - 0.2, 1e-15);
@@ -384,6 +389,6 @@ TEST(Adjust, LearningRateNamedFieldsAndSubtrees) {
   EXPECT_EQ(ad.rules[0].rho, 0.9);
   auto rms = setup(RMSProp{}, m);
   adjust(rms, &RMSProp::centred, true);
-  EXPECT_TRUE(fx::testing::throws_mentioning([&] { update(rms, m, ones_grad()); },
-                                             {"RMSProp", "centred"}));
+  EXPECT_TRUE(
+      fx::testing::throws_mentioning([&] { update(rms, m, ones_grad()); }, {"RMSProp", "centred"}));
 }

@@ -79,6 +79,6 @@ TEST(Destructure, GradientThroughRebuildIsTheFlattenedStructuralGradient) {
   auto got = values(g_flat);
   for (size_t i = 0; i < got.size(); ++i) EXPECT_NEAR(got[i], expect[i], 1e-12) << i;
   // And against finite differences of the flat function.
-  EXPECT_TRUE(fx::testing::gradcheck([&](const fx::Tensor& v) { return loss(rebuild(v), x); },
-                                     flat));
+  EXPECT_TRUE(
+      fx::testing::gradcheck([&](const fx::Tensor& v) { return loss(rebuild(v), x); }, flat));
 }

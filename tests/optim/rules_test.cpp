@@ -192,8 +192,8 @@ TEST(Optimisers, MismatchedGradientThrowsAndLeavesTheModelIntact) {
 TEST(Optimisers, StateForAnotherModelIsRejected) {
   std::vector<fx::Tensor> small = {fx::zeros({2})}, big = {fx::zeros({2}), fx::zeros({3})};
   auto opt = fx::optim::setup(fx::optim::Momentum{}, small);
-  EXPECT_TRUE(fx::testing::throws_mentioning([&] { fx::optim::update(opt, big, big); },
-                                             {"update", "1"}));
+  EXPECT_TRUE(
+      fx::testing::throws_mentioning([&] { fx::optim::update(opt, big, big); }, {"update", "1"}));
   std::vector<fx::Tensor> reshaped = {fx::zeros({3})};
   EXPECT_TRUE(fx::testing::throws_mentioning([&] { fx::optim::update(opt, reshaped, reshaped); },
                                              {"update", "(3,)", "(2,)"}));
@@ -270,8 +270,8 @@ TEST(Optimisers, BatchedStepMatchesLeafByLeafOnTwoThreads) {
   fx::Generator gen(4);
   auto make = [&] {
     fx::Tensor big = fx::randn({300, 200}, gen), small = fx::randn({7}, gen);
-    return std::vector<fx::Tensor>{big, small, fx::randn({3}, gen), big, small,
-                                   fx::randn({40000}, gen)};
+    return std::vector<fx::Tensor>{big, small, fx::randn({3}, gen),
+                                   big, small, fx::randn({40000}, gen)};
   };
   auto batched = make();
   std::vector<fx::Tensor> by_leaf;
@@ -295,7 +295,9 @@ TEST(Optimisers, AThrowingBatchedStepWritesNothing) {
   std::vector<fx::Tensor> m = {fx::ones({40000}), fx::ones({3})};
   auto opt = fx::optim::setup(FailsOnSecondLeaf{}, m);
   EXPECT_TRUE(fx::testing::throws_mentioning(
-      [&] { fx::optim::update(opt, m, std::vector<fx::Tensor>{fx::ones({40000}), fx::ones({3})}); },
+      [&] {
+        fx::optim::update(opt, m, std::vector<fx::Tensor>{fx::ones({40000}), fx::ones({3})});
+      },
       {"second leaf"}));
   EXPECT_EQ(fx::sum(m[0]).item(), 40000.0);  // the last leaf's queued loop never ran
   EXPECT_EQ(fx::sum(m[1]).item(), 3.0);
@@ -335,8 +337,8 @@ TEST(Optimisers, TheDesignDocumentsTrainingLoopClassifies) {
       fx::nn::Chain(fx::nn::Dense(2, 16, fx::relu, gen), fx::nn::Dense(16, 3, fx::identity, gen));
   auto opt = fx::optim::setup(fx::optim::Adam(1e-2), model);
   for (int epoch = 0; epoch < 100; ++epoch) {
-    auto [loss, grad] = fx::withgradient(
-        [&](const auto& m) { return fx::logitcrossentropy(m(x), labels); }, model);
+    auto [loss, grad] =
+        fx::withgradient([&](const auto& m) { return fx::logitcrossentropy(m(x), labels); }, model);
     fx::optim::update(opt, model, grad);
   }
   auto correct = fx::sum(fx::argmax(model(x), -1) == labels).item();

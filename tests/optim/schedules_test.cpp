@@ -40,9 +40,9 @@ TEST(Schedules, StepExpPolyInv) {
 TEST(Schedules, CosineWithRestartsAndGrowingPeriods) {
   Cosine c{.max = 1.0, .min = 0.2, .period = 4};
   EXPECT_DOUBLE_EQ(c(0), 1.0);
-  EXPECT_DOUBLE_EQ(c(2), 0.6);                                      // half way: the mean
+  EXPECT_DOUBLE_EQ(c(2), 0.6);  // half way: the mean
   EXPECT_NEAR(c(1), 0.2 + 0.8 * (1 + std::cos(pi / 4)) / 2, 1e-15);
-  EXPECT_DOUBLE_EQ(c(4), 1.0);                                      // restart
+  EXPECT_DOUBLE_EQ(c(4), 1.0);  // restart
   EXPECT_NEAR(c(5), c(1), 1e-15);
   Cosine grow{.max = 1.0, .min = 0.0, .period = 2, .period_mult = 2};  // periods 2, 4, 8
   EXPECT_DOUBLE_EQ(grow(2), 1.0);
@@ -81,8 +81,8 @@ TEST(Schedules, WarmupThenCosineAndSequences) {
   Schedule s = warmup(4, Cosine{.max = 1.0, .min = 0.0, .period = 10}, 0.2);
   EXPECT_DOUBLE_EQ(s(0), 0.2);
   EXPECT_DOUBLE_EQ(s(2), 0.6);
-  EXPECT_DOUBLE_EQ(s(4), 1.0);                                       // cosine's step 0
-  EXPECT_NEAR(s(9), (1 + std::cos(pi * 5 / 10)) / 2, 1e-15);         // cosine's step 5
+  EXPECT_DOUBLE_EQ(s(4), 1.0);                                // cosine's step 0
+  EXPECT_NEAR(s(9), (1 + std::cos(pi * 5 / 10)) / 2, 1e-15);  // cosine's step 5
   Sequence seq({{Constant{3.0}, 2}, {Linear{1.0, 0.0, 4}, 4}, {Exp{.start = 1, .decay = 0.5}, 0}});
   EXPECT_DOUBLE_EQ(seq(1), 3.0);
   EXPECT_DOUBLE_EQ(seq(3), 0.75);

@@ -46,17 +46,18 @@ TEST(StateFields, WalkersSeparateParametersFromState) {
   Net net{{make_norm(0), make_norm(10)}, fx::ones({3}, fx::f64)};
   std::vector<std::string> all, state;
   fx::for_each_named_leaf(net, [&](const std::string& path, fx::Tensor&) { all.push_back(path); });
-  fx::for_each_named_state(net, [&](const std::string& path, const fx::Tensor&) {
-    state.push_back(path);
-  });
-  EXPECT_EQ(all, (std::vector<std::string>{"norms.0.scale", "norms.0.shift",
-                                           "norms.0.running_mean", "norms.0.steps",
-                                           "norms.1.scale", "norms.1.shift",
+  fx::for_each_named_state(
+      net, [&](const std::string& path, const fx::Tensor&) { state.push_back(path); });
+  EXPECT_EQ(all, (std::vector<std::string>{"norms.0.scale", "norms.0.shift", "norms.0.running_mean",
+                                           "norms.0.steps", "norms.1.scale", "norms.1.shift",
                                            "norms.1.running_mean", "norms.1.steps", "w"}));
   EXPECT_EQ(state, (std::vector<std::string>{"norms.0.running_mean", "norms.0.steps",
                                              "norms.1.running_mean", "norms.1.steps"}));
   int n_state = 0, n_all = 0;
-  fx::for_each_state_tensor(net, [&](fx::Tensor& t) { t = t * 2.0; ++n_state; });  // writable
+  fx::for_each_state_tensor(net, [&](fx::Tensor& t) {
+    t = t * 2.0;
+    ++n_state;
+  });  // writable
   fx::for_each_leaf(std::as_const(net), [&](const fx::Tensor&) { ++n_all; });
   EXPECT_EQ(n_state, 4);
   EXPECT_EQ(n_all, 9);

@@ -74,7 +74,9 @@ double relative_error(const std::vector<double>& a, const std::vector<double>& b
 }
 
 // Columns with a positive first entry (the signs taken from `by`, of the same columns).
-Tensor fix_signs(const Tensor& v, const Tensor& by) { return v * fx::sign(fx::slice(by, -2, 0, 1)); }
+Tensor fix_signs(const Tensor& v, const Tensor& by) {
+  return v * fx::sign(fx::slice(by, -2, 0, 1));
+}
 torch::Tensor fix_signs(const torch::Tensor& v, const torch::Tensor& by) {
   return v * torch::sign(by.narrow(-2, 0, 1)).detach();
 }
@@ -109,38 +111,68 @@ void PrintTo(const Case& c, std::ostream* os) { *os << c.name; }
 std::vector<Case> cases() {
   const fx::Shape sq{2, 4, 4}, rhs{2, 4, 3};
   return {
-      {"solve", {{sq, 3}, {rhs}}, [](const FxArgs& a) { return la::solve(a[0], a[1]); },
+      {"solve",
+       {{sq, 3}, {rhs}},
+       [](const FxArgs& a) { return la::solve(a[0], a[1]); },
        [](const TArgs& a) { return torch::linalg::solve(a[0], a[1], true); }},
-      {"solve_vector", {{sq, 3}, {{4}}}, [](const FxArgs& a) { return la::solve(a[0], a[1]); },
+      {"solve_vector",
+       {{sq, 3}, {{4}}},
+       [](const FxArgs& a) { return la::solve(a[0], a[1]); },
        [](const TArgs& a) { return torch::linalg::solve(a[0], a[1], true); }},
-      {"triangular_solve_lower", {{sq, 3}, {rhs}},
+      {"triangular_solve_lower",
+       {{sq, 3}, {rhs}},
        [](const FxArgs& a) { return la::triangular_solve(a[0], a[1], false); },
-       [](const TArgs& a) { return torch::linalg::solve_triangular(a[0], a[1], false, true, false); }},
-      {"triangular_solve_upper", {{sq, 3}, {rhs}},
+       [](const TArgs& a) {
+         return torch::linalg::solve_triangular(a[0], a[1], false, true, false);
+       }},
+      {"triangular_solve_upper",
+       {{sq, 3}, {rhs}},
        [](const FxArgs& a) { return la::triangular_solve(a[0], a[1], true); },
-       [](const TArgs& a) { return torch::linalg::solve_triangular(a[0], a[1], true, true, false); }},
-      {"inv", {{sq, 3}}, [](const FxArgs& a) { return la::inv(a[0]); },
+       [](const TArgs& a) {
+         return torch::linalg::solve_triangular(a[0], a[1], true, true, false);
+       }},
+      {"inv",
+       {{sq, 3}},
+       [](const FxArgs& a) { return la::inv(a[0]); },
        [](const TArgs& a) { return torch::linalg::inv(a[0]); }},
-      {"det", {{sq, 1}}, [](const FxArgs& a) { return la::det(a[0]); },
+      {"det",
+       {{sq, 1}},
+       [](const FxArgs& a) { return la::det(a[0]); },
        [](const TArgs& a) { return torch::linalg::det(a[0]); }},
-      {"slogdet", {{sq}},
-       [](const FxArgs& a) { auto [s, l] = la::slogdet(a[0]); return fx::concat({s, l}); },
-       [](const TArgs& a) { auto [s, l] = torch::linalg::slogdet(a[0]); return torch::cat({s, l}); }},
-      {"logdet", {{sq}},
+      {"slogdet",
+       {{sq}},
+       [](const FxArgs& a) {
+         auto [s, l] = la::slogdet(a[0]);
+         return fx::concat({s, l});
+       },
+       [](const TArgs& a) {
+         auto [s, l] = torch::linalg::slogdet(a[0]);
+         return torch::cat({s, l});
+       }},
+      {"logdet",
+       {{sq}},
        [](const FxArgs& a) { return la::logdet(fx::matmul(a[0], fx::transpose(a[0]))); },
        [](const TArgs& a) { return torch::logdet(torch::matmul(a[0], a[0].mT())); }},
-      {"trace", {{sq}}, [](const FxArgs& a) { return la::trace(a[0]); },
+      {"trace",
+       {{sq}},
+       [](const FxArgs& a) { return la::trace(a[0]); },
        [](const TArgs& a) { return torch::diagonal(a[0], 0, -2, -1).sum(-1); }},
-      {"cholesky", {{sq, 4}},
+      {"cholesky",
+       {{sq, 4}},
        [](const FxArgs& a) { return la::cholesky(a[0] + fx::transpose(a[0])); },
        [](const TArgs& a) { return torch::linalg::cholesky(a[0] + a[0].mT()); }},
-      {"qr_tall", {{{2, 6, 3}}},
-       [](const FxArgs& a) { auto [q, r] = la::qr(a[0]); return fx::concat({flat(q), flat(r)}); },
+      {"qr_tall",
+       {{{2, 6, 3}}},
+       [](const FxArgs& a) {
+         auto [q, r] = la::qr(a[0]);
+         return fx::concat({flat(q), flat(r)});
+       },
        [](const TArgs& a) {
          auto [q, r] = torch::linalg::qr(a[0], "reduced");
          return torch::cat({q.reshape(-1), r.reshape(-1)});
        }},
-      {"eigh", {{sq}},
+      {"eigh",
+       {{sq}},
        [](const FxArgs& a) {
          auto [w, v] = la::eigh(a[0] + fx::transpose(a[0]));
          return fx::concat({flat(w), flat(fix_signs(v, v))});
@@ -149,32 +181,40 @@ std::vector<Case> cases() {
          auto [w, v] = torch::linalg::eigh(a[0] + a[0].mT(), "L");
          return torch::cat({w.reshape(-1), fix_signs(v, v).reshape(-1)});
        }},
-      {"svd_tall", {{{2, 5, 3}}},
+      {"svd_tall",
+       {{{2, 5, 3}}},
        [](const FxArgs& a) {
          auto [u, s, vh] = la::svd(a[0]);
          return fx::concat({flat(fix_signs(u, u)), flat(s), flat(fix_signs(fx::transpose(vh), u))});
        },
        [](const TArgs& a) {
          auto [u, s, vh] = torch::linalg::svd(a[0], false, c10::nullopt);
-         return torch::cat({fix_signs(u, u).reshape(-1), s.reshape(-1),
-                            fix_signs(vh.mT(), u).reshape(-1)});
+         return torch::cat(
+             {fix_signs(u, u).reshape(-1), s.reshape(-1), fix_signs(vh.mT(), u).reshape(-1)});
        }},
-      {"svd_wide", {{{3, 5}}},
+      {"svd_wide",
+       {{{3, 5}}},
        [](const FxArgs& a) {
          auto [u, s, vh] = la::svd(a[0]);
          return fx::concat({flat(fix_signs(u, u)), flat(s), flat(fix_signs(fx::transpose(vh), u))});
        },
        [](const TArgs& a) {
          auto [u, s, vh] = torch::linalg::svd(a[0], false, c10::nullopt);
-         return torch::cat({fix_signs(u, u).reshape(-1), s.reshape(-1),
-                            fix_signs(vh.mT(), u).reshape(-1)});
+         return torch::cat(
+             {fix_signs(u, u).reshape(-1), s.reshape(-1), fix_signs(vh.mT(), u).reshape(-1)});
        }},
-      {"lstsq", {{{2, 6, 3}}, {{2, 6, 2}}}, [](const FxArgs& a) { return la::lstsq(a[0], a[1]); },
+      {"lstsq",
+       {{{2, 6, 3}}, {{2, 6, 2}}},
+       [](const FxArgs& a) { return la::lstsq(a[0], a[1]); },
        // torch 1.13 has no derivative for lstsq; the pseudo-inverse gives the same solution.
        [](const TArgs& a) { return torch::matmul(torch::linalg::pinv(a[0], 1e-15, false), a[1]); }},
-      {"pinv_wide", {{{2, 3, 5}}}, [](const FxArgs& a) { return la::pinv(a[0]); },
+      {"pinv_wide",
+       {{{2, 3, 5}}},
+       [](const FxArgs& a) { return la::pinv(a[0]); },
        [](const TArgs& a) { return torch::linalg::pinv(a[0], 1e-15, false); }},
-      {"matrix_exp", {{sq}}, [](const FxArgs& a) { return la::matrix_exp(a[0]); },
+      {"matrix_exp",
+       {{sq}},
+       [](const FxArgs& a) { return la::matrix_exp(a[0]); },
        [](const TArgs& a) { return torch::linalg::matrix_exp(a[0]); }},
   };
 }
@@ -182,21 +222,36 @@ std::vector<Case> cases() {
 std::vector<Case> complex_cases() {
   const fx::Shape sq{2, 4, 4}, rhs{2, 4, 3};
   return {
-      {"solve", {{sq, 3}, {rhs}}, [](const FxArgs& a) { return la::solve(a[0], a[1]); },
+      {"solve",
+       {{sq, 3}, {rhs}},
+       [](const FxArgs& a) { return la::solve(a[0], a[1]); },
        [](const TArgs& a) { return torch::linalg::solve(a[0], a[1], true); }},
-      {"solve_vector", {{sq, 3}, {{4}}}, [](const FxArgs& a) { return la::solve(a[0], a[1]); },
+      {"solve_vector",
+       {{sq, 3}, {{4}}},
+       [](const FxArgs& a) { return la::solve(a[0], a[1]); },
        [](const TArgs& a) { return torch::linalg::solve(a[0], a[1], true); }},
-      {"triangular_solve_lower", {{sq, 3}, {rhs}},
+      {"triangular_solve_lower",
+       {{sq, 3}, {rhs}},
        [](const FxArgs& a) { return la::triangular_solve(a[0], a[1], false); },
-       [](const TArgs& a) { return torch::linalg::solve_triangular(a[0], a[1], false, true, false); }},
-      {"triangular_solve_upper", {{sq, 3}, {rhs}},
+       [](const TArgs& a) {
+         return torch::linalg::solve_triangular(a[0], a[1], false, true, false);
+       }},
+      {"triangular_solve_upper",
+       {{sq, 3}, {rhs}},
        [](const FxArgs& a) { return la::triangular_solve(a[0], a[1], true); },
-       [](const TArgs& a) { return torch::linalg::solve_triangular(a[0], a[1], true, true, false); }},
-      {"inv", {{sq, 3}}, [](const FxArgs& a) { return la::inv(a[0]); },
+       [](const TArgs& a) {
+         return torch::linalg::solve_triangular(a[0], a[1], true, true, false);
+       }},
+      {"inv",
+       {{sq, 3}},
+       [](const FxArgs& a) { return la::inv(a[0]); },
        [](const TArgs& a) { return torch::linalg::inv(a[0]); }},
-      {"det", {{sq, 1}}, [](const FxArgs& a) { return la::det(a[0]); },
+      {"det",
+       {{sq, 1}},
+       [](const FxArgs& a) { return la::det(a[0]); },
        [](const TArgs& a) { return torch::linalg::det(a[0]); }},
-      {"slogdet", {{sq}},
+      {"slogdet",
+       {{sq}},
        [](const FxArgs& a) {
          auto [s, l] = la::slogdet(a[0]);
          return fx::concat({s, as_complex(l)});
@@ -205,19 +260,30 @@ std::vector<Case> complex_cases() {
          auto [s, l] = torch::linalg::slogdet(a[0]);
          return torch::cat({s, l.to(s.scalar_type())});
        }},
-      {"logdet", {{sq, 1}}, [](const FxArgs& a) { return la::logdet(a[0]); },
+      {"logdet",
+       {{sq, 1}},
+       [](const FxArgs& a) { return la::logdet(a[0]); },
        [](const TArgs& a) { return torch::logdet(a[0]); }},
-      {"trace", {{sq}}, [](const FxArgs& a) { return la::trace(a[0]); },
+      {"trace",
+       {{sq}},
+       [](const FxArgs& a) { return la::trace(a[0]); },
        [](const TArgs& a) { return torch::diagonal(a[0], 0, -2, -1).sum(-1); }},
-      {"cholesky", {{sq, 4}}, [](const FxArgs& a) { return la::cholesky(a[0] + mH(a[0])); },
+      {"cholesky",
+       {{sq, 4}},
+       [](const FxArgs& a) { return la::cholesky(a[0] + mH(a[0])); },
        [](const TArgs& a) { return torch::linalg::cholesky(a[0] + a[0].mH()); }},
-      {"qr_tall", {{{2, 6, 3}}},
-       [](const FxArgs& a) { auto [q, r] = la::qr(a[0]); return fx::concat({flat(q), flat(r)}); },
+      {"qr_tall",
+       {{{2, 6, 3}}},
+       [](const FxArgs& a) {
+         auto [q, r] = la::qr(a[0]);
+         return fx::concat({flat(q), flat(r)});
+       },
        [](const TArgs& a) {
          auto [q, r] = torch::linalg::qr(a[0], "reduced");
          return torch::cat({q.reshape(-1), r.reshape(-1)});
        }},
-      {"eigh", {{sq}},
+      {"eigh",
+       {{sq}},
        [](const FxArgs& a) {
          auto [w, v] = la::eigh(a[0] + mH(a[0]));
          return fx::concat({flat(as_complex(w)), flat(fix_phases(v, v))});
@@ -226,33 +292,41 @@ std::vector<Case> complex_cases() {
          auto [w, v] = torch::linalg::eigh(a[0] + a[0].mH(), "L");
          return torch::cat({w.to(v.scalar_type()).reshape(-1), fix_phases(v, v).reshape(-1)});
        }},
-      {"svd_tall", {{{2, 5, 3}}},
+      {"svd_tall",
+       {{{2, 5, 3}}},
        [](const FxArgs& a) {
          auto [u, s, vh] = la::svd(a[0]);
-         return fx::concat({flat(fix_phases(u, u)), flat(as_complex(s)),
-                            flat(fix_phases(mH(vh), u))});
+         return fx::concat(
+             {flat(fix_phases(u, u)), flat(as_complex(s)), flat(fix_phases(mH(vh), u))});
        },
        [](const TArgs& a) {
          auto [u, s, vh] = torch::linalg::svd(a[0], false, c10::nullopt);
          return torch::cat({fix_phases(u, u).reshape(-1), s.to(u.scalar_type()).reshape(-1),
                             fix_phases(vh.mH(), u).reshape(-1)});
        }},
-      {"svd_wide", {{{3, 5}}},
+      {"svd_wide",
+       {{{3, 5}}},
        [](const FxArgs& a) {
          auto [u, s, vh] = la::svd(a[0]);
-         return fx::concat({flat(fix_phases(u, u)), flat(as_complex(s)),
-                            flat(fix_phases(mH(vh), u))});
+         return fx::concat(
+             {flat(fix_phases(u, u)), flat(as_complex(s)), flat(fix_phases(mH(vh), u))});
        },
        [](const TArgs& a) {
          auto [u, s, vh] = torch::linalg::svd(a[0], false, c10::nullopt);
          return torch::cat({fix_phases(u, u).reshape(-1), s.to(u.scalar_type()).reshape(-1),
                             fix_phases(vh.mH(), u).reshape(-1)});
        }},
-      {"lstsq", {{{2, 6, 3}}, {{2, 6, 2}}}, [](const FxArgs& a) { return la::lstsq(a[0], a[1]); },
+      {"lstsq",
+       {{{2, 6, 3}}, {{2, 6, 2}}},
+       [](const FxArgs& a) { return la::lstsq(a[0], a[1]); },
        [](const TArgs& a) { return torch::matmul(torch::linalg::pinv(a[0], 1e-15, false), a[1]); }},
-      {"pinv_wide", {{{2, 3, 5}}}, [](const FxArgs& a) { return la::pinv(a[0]); },
+      {"pinv_wide",
+       {{{2, 3, 5}}},
+       [](const FxArgs& a) { return la::pinv(a[0]); },
        [](const TArgs& a) { return torch::linalg::pinv(a[0], 1e-15, false); }},
-      {"matrix_exp", {{sq}}, [](const FxArgs& a) { return la::matrix_exp(a[0]); },
+      {"matrix_exp",
+       {{sq}},
+       [](const FxArgs& a) { return la::matrix_exp(a[0]); },
        [](const TArgs& a) { return torch::linalg::matrix_exp(a[0]); }},
   };
 }

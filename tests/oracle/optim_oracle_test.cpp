@@ -164,24 +164,23 @@ TEST(OptimOracle, AdamAdamWAdaGrad) {
           p, to::AdamOptions(0.03).betas({0.8, 0.99}).eps(1e-6).weight_decay(0.1)),
       start_of(p));
   expect_same_trajectory(
-      run_fluxion(p, AdamW{.lr = 0.03, .beta1 = 0.8, .beta2 = 0.99, .eps = 1e-6,
-                           .weight_decay = 0.2}),
+      run_fluxion(p,
+                  AdamW{.lr = 0.03, .beta1 = 0.8, .beta2 = 0.99, .eps = 1e-6, .weight_decay = 0.2}),
       run_torch_optim<to::AdamW>(
           p, to::AdamWOptions(0.03).betas({0.8, 0.99}).eps(1e-6).weight_decay(0.2)),
       start_of(p));
-  expect_same_trajectory(
-      run_fluxion(p, AdaGrad{0.2, 1e-4}),
-      run_torch_optim<to::Adagrad>(
-          p, to::AdagradOptions(0.2).initial_accumulator_value(1e-4).eps(1e-4)),
-      start_of(p));
+  expect_same_trajectory(run_fluxion(p, AdaGrad{0.2, 1e-4}),
+                         run_torch_optim<to::Adagrad>(
+                             p, to::AdagradOptions(0.2).initial_accumulator_value(1e-4).eps(1e-4)),
+                         start_of(p));
 }
 
 // torch Adam(amsgrad = true): vmax is the maximum of v before its bias correction.
 TEST(OptimOracle, AMSGradPytorchVariant) {
   Problem p;
   namespace to = torch::optim;
-  const AMSGrad rule{.lr = 0.03, .beta1 = 0.8, .beta2 = 0.99, .eps = 1e-6,
-                     .variant = AMSGrad::pytorch};
+  const AMSGrad rule{
+      .lr = 0.03, .beta1 = 0.8, .beta2 = 0.99, .eps = 1e-6, .variant = AMSGrad::pytorch};
   const auto want = run_torch_optim<to::Adam>(
       p, to::AdamOptions(0.03).betas({0.8, 0.99}).eps(1e-6).amsgrad(true));
   expect_same_trajectory(run_fluxion(p, rule), want, start_of(p));
@@ -207,9 +206,9 @@ TEST(OptimOracle, RpropAdadeltaAgainstTorchsAlgorithm) {
           steps[k] = torch::full_like(g, lr);
         }
         torch::Tensor sign = (g * prev[k]).sign();
-        torch::Tensor factor = torch::where(sign > 0, torch::full_like(g, eplus),
-                                            torch::where(sign < 0, torch::full_like(g, eminus),
-                                                         torch::ones_like(g)));
+        torch::Tensor factor =
+            torch::where(sign > 0, torch::full_like(g, eplus),
+                         torch::where(sign < 0, torch::full_like(g, eminus), torch::ones_like(g)));
         steps[k] = (steps[k] * factor).clamp(smin, smax);
         g = torch::where(sign < 0, torch::zeros_like(g), g);
         ps[k].sub_(g.sign() * steps[k]);
@@ -310,7 +309,11 @@ TEST(OptimOracle, NAdamPytorchVariantAgainstTorchsAlgorithm) {
         ps[k].sub_(lr * mu_next / (1 - mu_product * mu_next) * m[k] / denom);
       }
     };
-    NAdam rule{.lr = lr, .beta1 = b1, .beta2 = b2, .eps = eps, .variant = NAdam::pytorch,
+    NAdam rule{.lr = lr,
+               .beta1 = b1,
+               .beta2 = b2,
+               .eps = eps,
+               .variant = NAdam::pytorch,
                .momentum_decay = psi};
     expect_same_trajectory(run_fluxion(p, rule), run_torch(p, torch_nadam), start_of(p));
   }

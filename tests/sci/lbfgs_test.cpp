@@ -14,10 +14,12 @@ using fx::Tensor;
 
 // Extended Rosenbrock: sum over pairs of (1 - x_2i)^2 + 100 (x_2i+1 - x_2i^2)^2; minimum at 1.
 std::pair<double, Tensor> rosenbrock(const Tensor& x) {
-  auto [f, g] = fx::withgradient([](const Tensor& x) {
-    Tensor a = fx::slice(x, 0, 0, x.size(0), 2), b = fx::slice(x, 0, 1, x.size(0), 2);
-    return fx::sum(fx::square(1.0 - a) + 100.0 * fx::square(b - a * a));
-  }, x);
+  auto [f, g] = fx::withgradient(
+      [](const Tensor& x) {
+        Tensor a = fx::slice(x, 0, 0, x.size(0), 2), b = fx::slice(x, 0, 1, x.size(0), 2);
+        return fx::sum(fx::square(1.0 - a) + 100.0 * fx::square(b - a * a));
+      },
+      x);
   return {f.item(), g};
 }
 
@@ -50,7 +52,9 @@ TEST(Lbfgs, F32ParametersKeepTheirDtype) {
 }
 
 TEST(Lbfgs, BadInputsThrow) {
-  auto wrong = [](const Tensor&) { return std::pair<double, Tensor>(1.0, fx::zeros({3}, fx::f64)); };
+  auto wrong = [](const Tensor&) {
+    return std::pair<double, Tensor>(1.0, fx::zeros({3}, fx::f64));
+  };
   EXPECT_THROW(fx::sci::lbfgs(wrong, fx::zeros({2}, fx::f64)), fx::Error);
   EXPECT_THROW(fx::sci::lbfgs(rosenbrock, fx::zeros({2}, fx::i64)), fx::Error);
   EXPECT_THROW(fx::sci::lbfgs(rosenbrock, fx::zeros({2}, fx::f64), {.c1 = 0.95}), fx::Error);

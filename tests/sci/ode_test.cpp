@@ -42,9 +42,13 @@ double final_error(Method m, double dt) {
 }
 
 TEST(SolveOde, FixedStepOrderOfConvergence) {
-  struct Row { Method m; double dt; double order; };
-  for (auto [m, dt, order] : {Row{Method::rk4, 0.1, 4}, Row{Method::tsit5, 0.2, 5},
-                              Row{Method::dopri5, 0.2, 5}}) {
+  struct Row {
+    Method m;
+    double dt;
+    double order;
+  };
+  for (auto [m, dt, order] :
+       {Row{Method::rk4, 0.1, 4}, Row{Method::tsit5, 0.2, 5}, Row{Method::dopri5, 0.2, 5}}) {
     double e1 = final_error(m, dt), e2 = final_error(m, dt / 2);
     double observed = std::log2(e1 / e2);
     EXPECT_NEAR(observed, order, 0.35) << "method " << int(m) << " errors " << e1 << " " << e2;
@@ -93,7 +97,10 @@ TEST(SolveOde, ErrorControlFollowsTolerance) {
 }
 
 TEST(SolveOde, StructStateMatchesTensorState) {
-  struct Phase { Tensor q, p; FX_FIELDS(q, p) };
+  struct Phase {
+    Tensor q, p;
+    FX_FIELDS(q, p)
+  };
   auto f = [](const Phase& s, const Tensor& w, double) { return Phase{s.p, -w * s.q}; };
   Phase s0{fx::tensor({1.0, 0.5}, fx::f64), fx::tensor({0.0, 0.0}, fx::f64)};
   Tensor w = fx::tensor({1.0, 4.0}, fx::f64);  // frequencies squared
@@ -184,9 +191,7 @@ struct LinearParams {
   FX_FIELDS(A, unused)
 };
 
-Tensor linear_rhs(const Tensor& y, const LinearParams& p, double) {
-  return fx::matmul(p.A, y);
-}
+Tensor linear_rhs(const Tensor& y, const LinearParams& p, double) { return fx::matmul(p.A, y); }
 
 // (dL/dy0, dL/dA, dL/dunused) through solve_ode with the given options.
 std::vector<std::vector<double>> linear_gradients(const LinearProblem& lp, const ODEOptions& opt) {
@@ -218,8 +223,8 @@ TEST(SolveOdeGradient, AllSensitivitiesMatchClosedFormOnLinearOde) {
   auto gy = lp.grad_y0(), gA = lp.grad_A();
   for (Method m : {Method::tsit5, Method::dopri5}) {
     for (Sensitivity s : {Sensitivity::backprop, Sensitivity::checkpoint, Sensitivity::adjoint}) {
-      ODEOptions opt{.method = m, .rtol = 1e-9, .atol = 1e-12, .sensitivity = s,
-                     .checkpoint_steps = 3};
+      ODEOptions opt{
+          .method = m, .rtol = 1e-9, .atol = 1e-12, .sensitivity = s, .checkpoint_steps = 3};
       auto g = linear_gradients(lp, opt);
       EXPECT_LT(max_rel(g[0], gy), 1e-6) << "method " << int(m) << " sensitivity " << int(s);
       EXPECT_LT(max_rel(g[1], gA), 1e-6) << "method " << int(m) << " sensitivity " << int(s);
@@ -259,21 +264,26 @@ TEST(SolveOdeGradient, BackpropMatchesFiniteDifferences) {
 // The spiral of examples/neural_ode with a small network, at the default tolerances.
 TEST(SolveOdeGradient, AdjointAgreesWithBackpropOnANeuralOde) {
   fx::Generator gen(3);
-  auto model = fx::nn::Chain(fx::nn::Dense(2, 16, fx::tanh, gen), fx::nn::Dense(16, 2, fx::identity, gen));
+  auto model =
+      fx::nn::Chain(fx::nn::Dense(2, 16, fx::tanh, gen), fx::nn::Dense(16, 2, fx::identity, gen));
   fx::for_each_tensor(model, [](Tensor& t) { t = fx::astype(t, fx::f64); });
   auto f = [](const Tensor& u, const auto& m, double) { return m(u * u * u); };
   Tensor u0 = fx::tensor({2.0, 0.0}, fx::f64);
   std::vector<double> ts;
   for (int i = 0; i < 10; ++i) ts.push_back(1.5 * i / 9);
   auto grad = [&](Sensitivity s) {
-    auto g = fx::gradient([&](const auto& m) {
-      auto us = fx::sci::solve_ode(f, u0, m, ts, {.sensitivity = s});
-      Tensor l = fx::sum_squares(us[0]);
-      for (size_t i = 1; i < us.size(); ++i) l = l + fx::sum_squares(us[i]);
-      return l;
-    }, model);
+    auto g = fx::gradient(
+        [&](const auto& m) {
+          auto us = fx::sci::solve_ode(f, u0, m, ts, {.sensitivity = s});
+          Tensor l = fx::sum_squares(us[0]);
+          for (size_t i = 1; i < us.size(); ++i) l = l + fx::sum_squares(us[i]);
+          return l;
+        },
+        model);
     std::vector<double> flat;
-    fx::for_each_tensor(g, [&](Tensor& t) { for (double v : vec(t)) flat.push_back(v); });
+    fx::for_each_tensor(g, [&](Tensor& t) {
+      for (double v : vec(t)) flat.push_back(v);
+    });
     return flat;
   };
   auto back = grad(Sensitivity::backprop);
@@ -286,14 +296,15 @@ TEST(SolveOdeGradient, AdjointAgreesWithBackpropOnANeuralOde) {
 int64_t peak_gradient_bytes(Sensitivity s, int steps) {
   fx::Generator gen(5);
   Tensor k = fx::randn({256}, gen, fx::f64), y0 = fx::ones({256}, fx::f64);
-  ODEOptions opt{.method = Method::rk4, .dt = 1.0 / steps, .sensitivity = s,
-                 .checkpoint_steps = 4};
+  ODEOptions opt{.method = Method::rk4, .dt = 1.0 / steps, .sensitivity = s, .checkpoint_steps = 4};
   auto f = [](const Tensor& y, const Tensor& k, double) { return fx::tanh(k * y) - 0.5 * y; };
   fx::reset_peak_bytes();
   int64_t before = fx::allocator_stats().live_bytes;
-  Tensor g = fx::gradient([&](const Tensor& k) {
-    return fx::sum(fx::sci::solve_ode(f, y0, k, {0.0, 1.0}, opt).back());
-  }, k);
+  Tensor g = fx::gradient(
+      [&](const Tensor& k) {
+        return fx::sum(fx::sci::solve_ode(f, y0, k, {0.0, 1.0}, opt).back());
+      },
+      k);
   return fx::allocator_stats().peak_bytes - before;
 }
 

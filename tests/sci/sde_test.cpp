@@ -25,8 +25,8 @@ Tensor gbm_noise(const Tensor& u, const Tensor&, double) { return kSigma * u; }
 double strong_error(const fx::sci::BrownianPath& W, SDEMethod m) {
   const int64_t n = W.noises();
   Tensor u0 = fx::ones({n}, fx::f64), mu = fx::scalar(kMu, fx::f64);
-  Tensor uT = fx::sci::solve_sde(gbm_drift, gbm_noise, u0, mu, {0.0, W.t_end()}, W,
-                                 {.method = m}).back();
+  Tensor uT =
+      fx::sci::solve_sde(gbm_drift, gbm_noise, u0, mu, {0.0, W.t_end()}, W, {.method = m}).back();
   Tensor exact = fx::exp((kMu - 0.5 * kSigma * kSigma) * W.t_end() + kSigma * W.value(W.steps()));
   return fx::mean(fx::abs(uT - exact)).item();
 }
@@ -44,7 +44,8 @@ double observed_order(SDEMethod m) {
   double mx = 0, my = 0;
   for (size_t i = 0; i < x.size(); ++i) mx += x[i] / x.size(), my += y[i] / y.size();
   double sxy = 0, sxx = 0;
-  for (size_t i = 0; i < x.size(); ++i) sxy += (x[i] - mx) * (y[i] - my), sxx += (x[i] - mx) * (x[i] - mx);
+  for (size_t i = 0; i < x.size(); ++i)
+    sxy += (x[i] - mx) * (y[i] - my), sxx += (x[i] - mx) * (x[i] - mx);
   return sxy / sxx;
 }
 
@@ -78,17 +79,21 @@ TEST(SolveSde, PathwiseGradient) {
     auto solve = [&](const Tensor& u0, const Tensor& mu) {
       return fx::sci::solve_sde(gbm_drift, gbm_noise, u0, mu, {0.0, 0.5, 1.0}, W, {.method = m})[2];
     };
-    auto r = fx::testing::gradcheck(
-        solve, fx::testing::GradcheckOptions{.order = 1, .forward = false}, u0, fx::scalar(kMu, fx::f64));
+    auto r =
+        fx::testing::gradcheck(solve, fx::testing::GradcheckOptions{.order = 1, .forward = false},
+                               u0, fx::scalar(kMu, fx::f64));
     EXPECT_TRUE(r) << r;
   }
   // Along a fine path, d mean(X_T) / d mu approaches the exact pathwise mean(T X_T).
   auto F = fx::sci::brownian_path(50, 0.0, 1.0, 2048, gen);
   Tensor ones = fx::ones({50}, fx::f64);
-  Tensor g = fx::gradient([&](const Tensor& mu) {
-    return fx::mean(fx::sci::solve_sde(gbm_drift, gbm_noise, ones, mu, {0.0, 1.0}, F).back());
-  }, fx::scalar(kMu, fx::f64));
-  double exact = fx::mean(fx::exp((kMu - 0.5 * kSigma * kSigma) + kSigma * F.value(F.steps()))).item();
+  Tensor g = fx::gradient(
+      [&](const Tensor& mu) {
+        return fx::mean(fx::sci::solve_sde(gbm_drift, gbm_noise, ones, mu, {0.0, 1.0}, F).back());
+      },
+      fx::scalar(kMu, fx::f64));
+  double exact =
+      fx::mean(fx::exp((kMu - 0.5 * kSigma * kSigma) + kSigma * F.value(F.steps()))).item();
   EXPECT_NEAR(g.item(), exact, 0.01 * exact);
 }
 

@@ -73,9 +73,8 @@ TEST(DataParallel, SharesCombineToTheWholeBatchGradient) {
     auto [l, g] = fx::withgradient([&](const Net& m) { return loss_fn(m, x, y); }, net);
     for (int threads : {2, 3}) {
       SCOPED_TRACE(::testing::Message() << rows << " rows, " << threads << " threads");
-      auto [lp, gp] = with_threads(threads, [&] {
-        return fx::train::data_parallel_withgradient(loss_fn, net, x, y);
-      });
+      auto [lp, gp] = with_threads(
+          threads, [&] { return fx::train::data_parallel_withgradient(loss_fn, net, x, y); });
       EXPECT_NEAR(lp.item(), l.item(), 1e-13);
       EXPECT_EQ(lp.shape(), l.shape());
       expect_same_gradient(gp, g);
@@ -98,9 +97,8 @@ TEST(DataParallel, GradientsSharingABufferCombineCorrectly) {
   fx::Generator gen(9);
   Tensor x = fx::randn({16, 3}, gen, fx::f64);
   auto [l, g] = fx::withgradient([&](const Twin& m) { return f(m, x); }, twin);
-  auto [lp, gp] = with_threads(2, [&] {
-    return fx::train::data_parallel_withgradient(f, twin, x);
-  });
+  auto [lp, gp] =
+      with_threads(2, [&] { return fx::train::data_parallel_withgradient(f, twin, x); });
   EXPECT_NEAR(lp.item(), l.item(), 1e-14);
   EXPECT_TRUE(fx::allclose(gp.a, g.a, 1e-12, 1e-14)) << gp.a << "\n" << g.a;
   EXPECT_TRUE(fx::allclose(gp.b, g.b, 1e-12, 1e-14)) << gp.b << "\n" << g.b;
@@ -112,9 +110,8 @@ TEST(DataParallel, OneThreadAndNestedRegionsRunTheWholeBatch) {
   fx::Generator gen(5);
   Tensor x = fx::randn({10, 6}, gen, fx::f64), y = labels(10, gen);
   auto [l, g] = fx::withgradient([&](const Net& m) { return loss_fn(m, x, y); }, net);
-  auto [l1, g1] = with_threads(1, [&] {
-    return fx::train::data_parallel_withgradient(loss_fn, net, x, y);
-  });
+  auto [l1, g1] =
+      with_threads(1, [&] { return fx::train::data_parallel_withgradient(loss_fn, net, x, y); });
   EXPECT_EQ(l1.item(), l.item());
   expect_same_gradient(g1, g);
   // Inside a parallel region there is one share per caller (no nested teams).
@@ -142,10 +139,10 @@ TEST(DataParallel, BadBatchesAndFailingSharesThrow) {
                fx::Error);
   // An error inside a share (here: a model whose input width is wrong) reaches the caller.
   Tensor wide = fx::randn({8, 7}, gen, fx::f64), y8 = labels(8, gen);
-  EXPECT_THROW(with_threads(2, [&] {
-                 return fx::train::data_parallel_withgradient(loss_fn, net, wide, y8);
-               }),
-               fx::Error);
+  EXPECT_THROW(
+      with_threads(2,
+                   [&] { return fx::train::data_parallel_withgradient(loss_fn, net, wide, y8); }),
+      fx::Error);
 }
 
 TEST(DataParallel, BalancedSharesCombineToTheWholeBatchGradient) {

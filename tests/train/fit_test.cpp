@@ -37,7 +37,8 @@ struct Problem {
     x = fx::randn({96, 4}, gen);
     y = fx::Tensor::empty(fx::Shape{96}, fx::i64);
     const float* px = x.data<float>();
-    for (int i = 0; i < 96; ++i) y.data<int64_t>()[i] = px[4 * i] > 0 ? (px[4 * i + 1] > 0 ? 2 : 1) : 0;
+    for (int i = 0; i < 96; ++i)
+      y.data<int64_t>()[i] = px[4 * i] > 0 ? (px[4 * i + 1] > 0 ? 2 : 1) : 0;
   }
   fx::data::DataLoader loader() const { return {x, y, {.batch = 16, .shuffle = true, .seed = 3}}; }
 };
@@ -46,7 +47,9 @@ auto ce = [](const auto& m, const fx::Tensor& x, const fx::Tensor& y) {
   return fx::logitcrossentropy(m(x), y);
 };
 
-bool has(const std::string& s, const std::string& part) { return s.find(part) != std::string::npos; }
+bool has(const std::string& s, const std::string& part) {
+  return s.find(part) != std::string::npos;
+}
 
 template <class M>
 bool same_model(const M& a, const M& b) {
@@ -69,7 +72,8 @@ TEST(Fit, TrainsAndRecordsLossesAndEvaluations) {
     ++evals;
     return fx::train::Metrics{{"val_loss", fx::logitcrossentropy(model(p.x), p.y).item()}};
   });
-  fx::train::History h = fx::train::fit(model, opt, loader, ce,
+  fx::train::History h = fx::train::fit(
+      model, opt, loader, ce,
       {.epochs = 4, .callbacks = {eval}, .record_every = 3, .progress = false, .out = &out});
   EXPECT_EQ(evals, 4);
   auto train = h.series("train_loss"), val = h.series("val_loss");
@@ -86,13 +90,16 @@ TEST(Fit, TrainsAndRecordsLossesAndEvaluations) {
 TEST(Fit, ResumingFromACheckpointRepeatsTheRunBitForBit) {
   Problem p;
   TempDir dir;
-  auto run = [&](int64_t epochs, const std::string& ckdir, const std::string& resume,
-                 auto& model, auto& opt) {
+  auto run = [&](int64_t epochs, const std::string& ckdir, const std::string& resume, auto& model,
+                 auto& opt) {
     auto loader = p.loader();
     std::ostringstream out;
     return fx::train::fit(model, opt, loader, ce,
-                          {.epochs = epochs, .checkpoint_dir = ckdir, .resume_dir = resume,
-                           .progress = false, .out = &out});
+                          {.epochs = epochs,
+                           .checkpoint_dir = ckdir,
+                           .resume_dir = resume,
+                           .progress = false,
+                           .out = &out});
   };
   auto m1 = make_mlp(1);
   auto o1 = fx::optim::setup(fx::optim::Adam{.lr = 0.01}, m1);
@@ -125,10 +132,15 @@ TEST(Fit, CheckpointsRestoreGeneratorsLoaderAndNumbers) {
   gen.normal();  // leaves a Box-Muller spare in the state
   auto loader = p.loader();
   loader.set_epoch(5);
-  fx::train::Checkpoint ck{.epoch = 5, .step = 30, .schedule = 0.1, .generators = {{"g", &gen}},
-                           .loader = &loader, .metadata = {{"who", "test"}}};
+  fx::train::Checkpoint ck{.epoch = 5,
+                           .step = 30,
+                           .schedule = 0.1,
+                           .generators = {{"g", &gen}},
+                           .loader = &loader,
+                           .metadata = {{"who", "test"}}};
   fx::train::save_checkpoint(dir.file("c.safetensors"), model, opt, ck);
-  const double next_normal = fx::Generator(gen).normal(), next_uniform = fx::Generator(gen).uniform();
+  const double next_normal = fx::Generator(gen).normal(),
+               next_uniform = fx::Generator(gen).uniform();
 
   auto model2 = make_mlp(2);
   auto opt2 = fx::optim::setup(fx::optim::Adam{}, model2);
@@ -172,7 +184,8 @@ TEST(Fit, CheckpointsRestoreGeneratorsLoaderAndNumbers) {
   // A plain safetensors file is not a checkpoint.
   fx::io::save(dir.file("plain.safetensors"), model);
   fx::train::Checkpoint none;
-  EXPECT_THROW(fx::train::load_checkpoint(dir.file("plain.safetensors"), model2, opt2, none), fx::Error);
+  EXPECT_THROW(fx::train::load_checkpoint(dir.file("plain.safetensors"), model2, opt2, none),
+               fx::Error);
 }
 
 // Every rule's state, however nested: a chain's AccumGrad sums and count and its Adam moments
@@ -253,8 +266,10 @@ TEST(Fit, NonFiniteLossStopsWithTheLastGoodParameters) {
   std::ostringstream out;
   try {
     fx::train::fit(model, opt, loader, loss,
-                   {.epochs = 2, .callbacks = {std::make_shared<Copy>(model, after)},
-                    .progress = false, .out = &out});
+                   {.epochs = 2,
+                    .callbacks = {std::make_shared<Copy>(model, after)},
+                    .progress = false,
+                    .out = &out});
     FAIL() << "no error";
   } catch (const fx::Error& e) {
     EXPECT_TRUE(has(e.what(), "nan at step 5")) << e.what();
@@ -277,7 +292,8 @@ TEST(Fit, EarlyStoppingAndPlateauReactToTheMonitoredMetric) {
   auto plateau = fx::train::reduce_lr_on_plateau({.factor = 0.5, .patience = 2});
   auto stop = fx::train::early_stopping({.patience = 4});
   std::ostringstream out;
-  fx::train::History h = fx::train::fit(model, opt, loader, ce,
+  fx::train::History h = fx::train::fit(
+      model, opt, loader, ce,
       {.epochs = 8, .callbacks = {stop, plateau, eval}, .progress = false, .out = &out});
   // Best 0.8 at epoch 2; four evaluations without improvement end training after epoch 6.
   EXPECT_EQ(h.series("train_loss").size(), 6u);
@@ -295,9 +311,14 @@ TEST(Fit, ScheduleSetsTheRateAndCsvHoldsTheHistory) {
   auto opt = fx::optim::setup(fx::optim::Descent{}, model);
   auto loader = p.loader();
   std::ostringstream out;
-  fx::train::History h = fx::train::fit(model, opt, loader, ce,
-      {.epochs = 2, .schedule = [](int64_t step) { return 0.1 / double(step + 1); },
-       .record_every = 2, .csv = dir.file("m.csv"), .progress = false, .out = &out});
+  fx::train::History h =
+      fx::train::fit(model, opt, loader, ce,
+                     {.epochs = 2,
+                      .schedule = [](int64_t step) { return 0.1 / double(step + 1); },
+                      .record_every = 2,
+                      .csv = dir.file("m.csv"),
+                      .progress = false,
+                      .out = &out});
   EXPECT_DOUBLE_EQ(opt.rules[0].lr, 0.1 / 12);  // the 12th step used step index 11
   EXPECT_DOUBLE_EQ(opt.rules[3].lr, 0.1 / 12);
   fx::train::History back = fx::train::History::read_csv(dir.file("m.csv"));
@@ -318,8 +339,10 @@ TEST(Fit, LogEveryPrintsThrottledLines) {
   auto loader = p.loader();
   std::ostringstream out, log;
   fx::train::fit(model, opt, loader, ce,
-                 {.epochs = 1, .callbacks = {fx::train::log_every({.every_steps = 2, .out = &log})},
-                  .progress = false, .out = &out});
+                 {.epochs = 1,
+                  .callbacks = {fx::train::log_every({.every_steps = 2, .out = &log})},
+                  .progress = false,
+                  .out = &out});
   const std::string lines = log.str();
   EXPECT_EQ(std::count(lines.begin(), lines.end(), '\n'), 3);  // steps 2, 4, 6
   EXPECT_TRUE(has(lines, "step=4 epoch=1 loss=")) << lines;

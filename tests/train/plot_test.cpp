@@ -15,7 +15,8 @@ struct Image {
   std::vector<uint8_t> rgb;
   int count(fx::train::Rgb c) const {
     int n = 0;
-    for (size_t i = 0; i + 2 < rgb.size(); i += 3) n += rgb[i] == c[0] && rgb[i + 1] == c[1] && rgb[i + 2] == c[2];
+    for (size_t i = 0; i + 2 < rgb.size(); i += 3)
+      n += rgb[i] == c[0] && rgb[i + 1] == c[1] && rgb[i + 2] == c[2];
     return n;
   }
 };
@@ -34,8 +35,10 @@ Image read_png(const std::string& path) {
 
 TEST(PlotHistory, WritesAPngWithBothCurvesInTheirColours) {
   fx::train::History h;
-  for (int s = 1; s <= 50; ++s) h.add({.step = s * 10, .epoch = 1 + s / 10, .name = "loss", .value = 2.0 / s});
-  for (int e = 1; e <= 5; ++e) h.add({.step = e * 100, .epoch = e, .name = "val_loss", .value = 0.5 + 0.3 / e});
+  for (int s = 1; s <= 50; ++s)
+    h.add({.step = s * 10, .epoch = 1 + s / 10, .name = "loss", .value = 2.0 / s});
+  for (int e = 1; e <= 5; ++e)
+    h.add({.step = e * 100, .epoch = e, .name = "val_loss", .value = 0.5 + 0.3 / e});
   h.add({.step = 500, .epoch = 5, .name = "val_accuracy", .value = 0.9});  // not a loss: not drawn
   fx::testing_io::TempDir dir;
   fx::train::plot_history(h, dir.file("c.png"), {.width = 640, .height = 400, .title = "mlp"});
@@ -44,8 +47,8 @@ TEST(PlotHistory, WritesAPngWithBothCurvesInTheirColours) {
   EXPECT_EQ(img.h, 400);
   EXPECT_GT(img.count(fx::train::plot_colour(0)), 400);  // a curve across the plot, 2 px wide
   EXPECT_GT(img.count(fx::train::plot_colour(1)), 300);
-  EXPECT_EQ(img.count(fx::train::plot_colour(2)), 0);    // only two series
-  EXPECT_GT(img.count({0, 0, 0}), 500);                  // axes, ticks, labels
+  EXPECT_EQ(img.count(fx::train::plot_colour(2)), 0);  // only two series
+  EXPECT_GT(img.count({0, 0, 0}), 500);                // axes, ticks, labels
 
   fx::train::plot_history(h, dir.file("a.png"), {.series = {"val_accuracy"}});
   Image acc = read_png(dir.file("a.png"));

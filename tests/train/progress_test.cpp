@@ -10,7 +10,9 @@ using Mode = fx::train::ProgressOptions::Mode;
 
 namespace {
 int count(const std::string& s, char c) { return int(std::count(s.begin(), s.end(), c)); }
-bool has(const std::string& s, const std::string& part) { return s.find(part) != std::string::npos; }
+bool has(const std::string& s, const std::string& part) {
+  return s.find(part) != std::string::npos;
+}
 }  // namespace
 
 TEST(ProgressBar, ShowsStepBarRateEtaAndMetrics) {
@@ -35,7 +37,7 @@ TEST(ProgressBar, LogModePrintsWholeLinesAtMostEveryInterval) {
     fx::train::ProgressBar bar(1000, {.log_interval_s = 3600, .out = &os, .mode = Mode::log});
     for (int i = 0; i < 1000; ++i) bar.update({{"loss", 1.0 / (i + 1)}});
     EXPECT_EQ(os.str(), "");  // a fast loop prints nothing until the interval or the end
-  }  // the destructor finishes
+  }                           // the destructor finishes
   EXPECT_EQ(count(os.str(), '\n'), 1);
   EXPECT_EQ(count(os.str(), '\r'), 0);
   EXPECT_TRUE(has(os.str(), "1000/1000")) << os.str();

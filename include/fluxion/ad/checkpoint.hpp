@@ -68,14 +68,15 @@ Tensor checkpointed(F&& f, const Args&... args) {
   // layer passed as f (FX_FIELDS) has its parameters differentiated like an argument's.
   using Skeleton = std::tuple<std::decay_t<F>, Args...>;
   Skeleton skeleton{std::forward<F>(f), args...};
-  std::apply([&](auto&... a) {
-    (zip_tensors([&](Tensor& t) { c->leaves.push_back(std::exchange(t, Tensor())); }, a), ...);
-  }, skeleton);
+  std::apply(
+      [&](auto&... a) {
+        (zip_tensors([&](Tensor& t) { c->leaves.push_back(std::exchange(t, Tensor())); }, a), ...);
+      },
+      skeleton);
   c->run = [skeleton = std::move(skeleton)](std::span<const Tensor> leaves) {
     Skeleton xs = skeleton;
     size_t k = 0;
-    std::apply([&](auto&... a) { (zip_tensors([&](Tensor& t) { t = leaves[k++]; }, a), ...); },
-               xs);
+    std::apply([&](auto&... a) { (zip_tensors([&](Tensor& t) { t = leaves[k++]; }, a), ...); }, xs);
     return Tensor(std::apply([](auto& fn, auto&... a) { return fn(a...); }, xs));
   };
   return ad::detail::apply_checkpoint(std::move(c));

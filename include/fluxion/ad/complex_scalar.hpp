@@ -35,14 +35,14 @@ namespace fx {
 using ComplexReal = std::complex<Real>;
 
 // ---- mixed arithmetic the std::complex templates do not deduce.
-#define FX_COMPLEX_REAL_MIXED(OP)                                                           \
-  inline ComplexReal operator OP(const ComplexReal& a, double b) { return a OP Real(b); }  \
-  inline ComplexReal operator OP(double a, const ComplexReal& b) { return Real(a) OP b; }  \
+#define FX_COMPLEX_REAL_MIXED(OP)                                                         \
+  inline ComplexReal operator OP(const ComplexReal& a, double b) { return a OP Real(b); } \
+  inline ComplexReal operator OP(double a, const ComplexReal& b) { return Real(a) OP b; } \
   inline ComplexReal operator OP(const ComplexReal& a, const std::complex<double>& b) {   \
-    return a OP ComplexReal(b.real(), b.imag());                                           \
-  }                                                                                         \
+    return a OP ComplexReal(b.real(), b.imag());                                          \
+  }                                                                                       \
   inline ComplexReal operator OP(const std::complex<double>& a, const ComplexReal& b) {   \
-    return ComplexReal(a.real(), a.imag()) OP b;                                           \
+    return ComplexReal(a.real(), a.imag()) OP b;                                          \
   }
 FX_COMPLEX_REAL_MIXED(+)
 FX_COMPLEX_REAL_MIXED(-)
@@ -135,7 +135,8 @@ std::array<double, 4> complex_jacobian(F& f, std::complex<double> z, const char*
 // derivative there and is an fx::Error pointing to fx::wirtinger.
 template <class F, class X>
 std::complex<double> derivative_holomorphic(F&& f, const std::complex<X>& z) {
-  static_assert(std::is_floating_point_v<X>, "fx::derivative_holomorphic: z must be a std::complex of a floating type");
+  static_assert(std::is_floating_point_v<X>,
+                "fx::derivative_holomorphic: z must be a std::complex of a floating type");
   auto j = ad::detail::complex_jacobian(f, std::complex<double>(z), "derivative_holomorphic");
   const double ux = j[0], uy = j[1], vx = j[2], vy = j[3];
   const double scale = std::max({1.0, std::abs(ux), std::abs(uy), std::abs(vx), std::abs(vy)});
@@ -152,7 +153,8 @@ std::complex<double> derivative_holomorphic(F&& f, const std::complex<X>& z) {
 // fx::gradient's ∂f/∂x + i ∂f/∂y.
 template <class F, class X>
 std::pair<std::complex<double>, std::complex<double>> wirtinger(F&& f, const std::complex<X>& z) {
-  static_assert(std::is_floating_point_v<X>, "fx::wirtinger: z must be a std::complex of a floating type");
+  static_assert(std::is_floating_point_v<X>,
+                "fx::wirtinger: z must be a std::complex of a floating type");
   auto j = ad::detail::complex_jacobian(f, std::complex<double>(z), "wirtinger");
   const std::complex<double> fx_(j[0], j[2]), fy(j[1], j[3]), i(0, 1);
   return {0.5 * (fx_ - i * fy), 0.5 * (fx_ + i * fy)};

@@ -36,9 +36,12 @@ auto cond(const Tensor& pred, T&& on_true, F&& on_false, const Ops&... operands)
   using R = std::decay_t<decltype(on_true(operands...))>;
   static_assert(std::is_same_v<R, std::decay_t<decltype(on_false(operands...))>>,
                 "fx::cond: both branches must return the same type");
-  FX_CHECK(pred.defined() && pred.numel() == 1, "fx::cond: the predicate must have one element, "
-           "it has shape ", pred.defined() ? pred.shape() : Shape{});
-  if (pred.device().has_data()) return pred.item() != 0 ? on_true(operands...) : on_false(operands...);
+  FX_CHECK(pred.defined() && pred.numel() == 1,
+           "fx::cond: the predicate must have one element, "
+           "it has shape ",
+           pred.defined() ? pred.shape() : Shape{});
+  if (pred.device().has_data())
+    return pred.item() != 0 ? on_true(operands...) : on_false(operands...);
   R a = on_true(operands...);
   const R b = on_false(operands...);
   const Tensor p = pred.dtype() == boolean ? pred : ne(pred, zeros_like(pred));

@@ -121,11 +121,17 @@ Tensor apply_hook(std::shared_ptr<HookImpl> h, const Tensor& x);
 // ---- compile-time plumbing of custom_rule's signatures
 
 template <class C, class R, class... A>
-constexpr size_t arity_of(R (C::*)(A...) const) { return sizeof...(A); }
+constexpr size_t arity_of(R (C::*)(A...) const) {
+  return sizeof...(A);
+}
 template <class C, class R, class... A>
-constexpr size_t arity_of(R (C::*)(A...)) { return sizeof...(A); }
+constexpr size_t arity_of(R (C::*)(A...)) {
+  return sizeof...(A);
+}
 template <class R, class... A>
-constexpr size_t arity_of(R (*)(A...)) { return sizeof...(A); }
+constexpr size_t arity_of(R (*)(A...)) {
+  return sizeof...(A);
+}
 
 // Number of parameters of a non-generic callable; 0 when it cannot be known (generic lambda).
 template <class F>
@@ -162,19 +168,22 @@ void store_cotangents(R&& r, std::vector<Tensor>& dx) {
   if constexpr (std::is_same_v<D, std::vector<Tensor>>) {
     dx = std::forward<R>(r);  // its length is checked by the caller
   } else if constexpr (std::is_convertible_v<D, Tensor>) {
-    static_assert(N == 1, "fx::custom_rule: a rule of several inputs returns one cotangent per "
-                          "input (a std::tuple, std::array or std::vector of tensors)");
+    static_assert(N == 1,
+                  "fx::custom_rule: a rule of several inputs returns one cotangent per "
+                  "input (a std::tuple, std::array or std::vector of tensors)");
     dx.assign(1, Tensor(std::forward<R>(r)));
   } else {
-    static_assert(requires { std::tuple_size<D>::value; },
-                  "fx::custom_rule: the pullback must return fx::Tensor, or a std::tuple, "
-                  "std::pair, std::array or std::vector of them");
+    static_assert(
+        requires { std::tuple_size<D>::value; },
+        "fx::custom_rule: the pullback must return fx::Tensor, or a std::tuple, "
+        "std::pair, std::array or std::vector of them");
     static_assert(std::tuple_size_v<D> == N,
                   "fx::custom_rule: the pullback must return one cotangent per input");
     dx.resize(N);
     [&]<size_t... I>(std::index_sequence<I...>) {
       ((dx[I] = Tensor(std::get<I>(std::forward<R>(r)))), ...);
-    }(std::make_index_sequence<N>{});
+    }
+    (std::make_index_sequence<N>{});
   }
 }
 
@@ -231,8 +240,8 @@ auto make_custom_rule(std::string name, F forward, P pullback, std::index_sequen
       return std::get<0>(std::move(r));
     }
   };
-  impl->pullback_fn = make_pullback_fn<M, K>(std::move(pullback),
-                                             std::make_index_sequence<M + 1 + K>{});
+  impl->pullback_fn =
+      make_pullback_fn<M, K>(std::move(pullback), std::make_index_sequence<M + 1 + K>{});
   return CustomRule<M>(std::move(impl));
 }
 }  // namespace ad::detail
@@ -243,8 +252,9 @@ auto make_custom_rule(std::string name, F forward, P pullback, std::index_sequen
 template <size_t N = 0, class F, class P>
 auto custom_rule(std::string name, F forward, P pullback) {
   constexpr size_t M = N ? N : ad::detail::deduced_arity<F>();
-  static_assert(M > 0, "fx::custom_rule: cannot tell how many inputs a generic forward takes; "
-                       "give it, as in fx::custom_rule<2>(...)");
+  static_assert(M > 0,
+                "fx::custom_rule: cannot tell how many inputs a generic forward takes; "
+                "give it, as in fx::custom_rule<2>(...)");
   return ad::detail::make_custom_rule<M>(std::move(name), std::move(forward), std::move(pullback),
                                          std::make_index_sequence<M>{});
 }

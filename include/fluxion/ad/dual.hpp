@@ -59,8 +59,8 @@ inline constexpr int level_v = dual_traits<std::remove_cvref_t<T>>::level;
 
 // A level-0 scalar: a number or fx::Real.
 template <class T>
-concept PlainScalar = std::is_arithmetic_v<std::remove_cvref_t<T>> ||
-                      std::is_same_v<std::remove_cvref_t<T>, Real>;
+concept PlainScalar =
+    std::is_arithmetic_v<std::remove_cvref_t<T>> || std::is_same_v<std::remove_cvref_t<T>, Real>;
 // Anything a Dual computes with.
 template <class T>
 concept DualScalar = PlainScalar<T> || is_dual_v<T>;
@@ -113,8 +113,8 @@ struct Tangents<T, N, true> {
   }
 };
 template <class T, int N>
-inline constexpr bool packs_tangents =
-    (std::is_same_v<T, double> || std::is_same_v<T, float>) && N >= 2;
+inline constexpr bool packs_tangents = (std::is_same_v<T, double> || std::is_same_v<T, float>)&&N >=
+                                       2;
 #else
 template <class T, int N>
 inline constexpr bool packs_tangents = false;
@@ -162,13 +162,21 @@ class Dual {
   constexpr const Tangents& tangents() const { return d_; }
 
   template <class S>
-  Dual& operator+=(const S& o) { return *this = *this + o; }
+  Dual& operator+=(const S& o) {
+    return *this = *this + o;
+  }
   template <class S>
-  Dual& operator-=(const S& o) { return *this = *this - o; }
+  Dual& operator-=(const S& o) {
+    return *this = *this - o;
+  }
   template <class S>
-  Dual& operator*=(const S& o) { return *this = *this * o; }
+  Dual& operator*=(const S& o) {
+    return *this = *this * o;
+  }
   template <class S>
-  Dual& operator/=(const S& o) { return *this = *this / o; }
+  Dual& operator/=(const S& o) {
+    return *this = *this / o;
+  }
 
  private:
   T v_{};
@@ -251,8 +259,9 @@ constexpr bool known_zero(const T& x) {
 // each operand is an R or a number. Its loops run over whole tangent groups.
 template <class R, class A, class B>
 inline constexpr bool packed_op = R::Tangents::packed &&
-                                  (std::is_same_v<A, R> || std::is_arithmetic_v<A>) &&
-                                  (std::is_same_v<B, R> || std::is_arithmetic_v<B>);
+                                  (std::is_same_v<A, R> ||
+                                   std::is_arithmetic_v<A>)&&(std::is_same_v<B, R> ||
+                                                              std::is_arithmetic_v<B>);
 template <class R>
 inline constexpr int groups_v = R::Tangents::groups;
 
@@ -272,7 +281,7 @@ constexpr Dual<T, N, L> chain(const Dual<T, N, L>& x, const V& fx_, const D& df)
 }
 
 template <class A, class B>
-concept DualPair = DualScalar<A> && DualScalar<B> && (is_dual_v<A> || is_dual_v<B>);
+concept DualPair = DualScalar<A> && DualScalar<B> &&(is_dual_v<A> || is_dual_v<B>);
 
 }  // namespace detail
 }  // namespace ad
@@ -331,8 +340,7 @@ constexpr auto operator-(const A& a, const B& b) {
     } else {
       R r(T(primal(a) - primal(b)));
       for (int k = 0; k < groups_v<R>; ++k) {
-        if constexpr (la == lb)
-          r.tangents().store(k, a.tangents().load(k) - b.tangents().load(k));
+        if constexpr (la == lb) r.tangents().store(k, a.tangents().load(k) - b.tangents().load(k));
         else r.tangents().store(k, -b.tangents().load(k));
       }
       return r;
@@ -446,8 +454,7 @@ constexpr Dual<T, N, L> operator-(const Dual<T, N, L>& a) {
   using R = Dual<T, N, L>;
   R r(-a.value());
   if constexpr (R::Tangents::packed) {
-    for (int k = 0; k < ad::detail::groups_v<R>; ++k)
-      r.tangents().store(k, -a.tangents().load(k));
+    for (int k = 0; k < ad::detail::groups_v<R>; ++k) r.tangents().store(k, -a.tangents().load(k));
   } else {
     for (int i = 0; i < N; ++i)
       if (!ad::detail::known_zero(a.partial(i))) r.partial(i) = -a.partial(i);
@@ -475,12 +482,12 @@ constexpr auto operator<=>(const A& a, const B& b) {
 // again when T is itself a Dual or an fx::Real).
 
 // The math functions of fluxion/ops/elementwise_defs.hpp, value and derivative from the table.
-#define FX_DUAL_TABLE_UNARY(NAME)                                          \
-  template <class T, int N, int L>                                         \
-  Dual<T, N, L> NAME(const Dual<T, N, L>& x) {                             \
-    using Op = elem::NAME##_op;                                            \
-    const T y = Op::value(x.value());                                      \
-    return ad::detail::chain(x, y, T(Op::derivative(x.value(), y)));       \
+#define FX_DUAL_TABLE_UNARY(NAME)                                    \
+  template <class T, int N, int L>                                   \
+  Dual<T, N, L> NAME(const Dual<T, N, L>& x) {                       \
+    using Op = elem::NAME##_op;                                      \
+    const T y = Op::value(x.value());                                \
+    return ad::detail::chain(x, y, T(Op::derivative(x.value(), y))); \
   }
 FX_ELEMENTWISE_UNARY(FX_DUAL_TABLE_UNARY)
 #undef FX_DUAL_TABLE_UNARY
@@ -537,21 +544,21 @@ auto pow(const A& a, const B& b) {
 
 // atan2, hypot, copysign from the table: both operands at the common level (a number or a
 // lower-level Dual is a constant there).
-#define FX_DUAL_TABLE_BINARY(NAME)                                                     \
-  template <class A, class B>                                                          \
-    requires ad::detail::DualPair<A, B>                                                \
-  auto NAME(const A& a, const B& b) {                                                  \
-    using namespace ad::detail;                                                        \
-    using Op = elem::NAME##_op;                                                        \
-    using R = common_dual_t<A, B>;                                                     \
-    using T = typename R::value_type;                                                  \
-    const R& ar = dual_to<R>(a);                                                       \
-    const R& br = dual_to<R>(b);                                                       \
-    R r(Op::value(ar.value(), br.value()));                                            \
-    const T da = Op::da(ar.value(), br.value(), r.value());                            \
-    const T db = elem::partial_b<Op>(ar.value(), br.value(), r.value());               \
+#define FX_DUAL_TABLE_BINARY(NAME)                                                             \
+  template <class A, class B>                                                                  \
+    requires ad::detail::DualPair<A, B>                                                        \
+  auto NAME(const A& a, const B& b) {                                                          \
+    using namespace ad::detail;                                                                \
+    using Op = elem::NAME##_op;                                                                \
+    using R = common_dual_t<A, B>;                                                             \
+    using T = typename R::value_type;                                                          \
+    const R& ar = dual_to<R>(a);                                                               \
+    const R& br = dual_to<R>(b);                                                               \
+    R r(Op::value(ar.value(), br.value()));                                                    \
+    const T da = Op::da(ar.value(), br.value(), r.value());                                    \
+    const T db = elem::partial_b<Op>(ar.value(), br.value(), r.value());                       \
     for (int i = 0; i < R::width; ++i) r.partial(i) = da * ar.partial(i) + db * br.partial(i); \
-    return r;                                                                          \
+    return r;                                                                                  \
   }
 FX_ELEMENTWISE_BINARY(FX_DUAL_TABLE_BINARY)
 #undef FX_DUAL_TABLE_BINARY
@@ -582,14 +589,10 @@ auto min(const A& a, const B& b) {
 }
 template <class A, class B>
   requires ad::detail::DualPair<A, B>
-auto fmax(const A& a, const B& b) {
-  return max(a, b);
-}
+auto fmax(const A& a, const B& b) { return max(a, b); }
 template <class A, class B>
   requires ad::detail::DualPair<A, B>
-auto fmin(const A& a, const B& b) {
-  return min(a, b);
-}
+auto fmin(const A& a, const B& b) { return min(a, b); }
 
 template <class T, int N, int L>
 bool isfinite(const Dual<T, N, L>& x) {

@@ -27,13 +27,12 @@ namespace fx {
 
 // (f(xs...), J·vs) for a tuple of arguments and a tuple of tangents of the same structure.
 template <class F, class... Args>
-std::pair<Tensor, Tensor> jvp(F&& f, const std::tuple<Args...>& xs,
-                              const std::tuple<Args...>& vs) {
+std::pair<Tensor, Tensor> jvp(F&& f, const std::tuple<Args...>& xs, const std::tuple<Args...>& vs) {
   auto rec = ad::Recording::begin(ad::Recording::Mode::forward);
-  std::tuple<ad::detail::lifted_t<Args>...> txs = std::apply(
-      [](const auto&... x) { return std::tuple{ad::detail::lift(x)...}; }, xs);
-  std::tuple<ad::detail::lifted_t<Args>...> tvs = std::apply(
-      [](const auto&... v) { return std::tuple{ad::detail::lift(v)...}; }, vs);
+  std::tuple<ad::detail::lifted_t<Args>...> txs =
+      std::apply([](const auto&... x) { return std::tuple{ad::detail::lift(x)...}; }, xs);
+  std::tuple<ad::detail::lifted_t<Args>...> tvs =
+      std::apply([](const auto&... v) { return std::tuple{ad::detail::lift(v)...}; }, vs);
   zip_tensors([&](Tensor& t, const Tensor& v) { t = rec.track(t, v); }, txs, tvs);
   Tensor y = std::apply(std::forward<F>(f), txs);
   rec.end();

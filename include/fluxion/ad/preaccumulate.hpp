@@ -55,8 +55,8 @@ class SumPreaccumulation {
 
   ScalarTape& tape_;
   size_t start_ = 0, start_ops_ = 0;  // the tape before the sum
-  uint32_t lowest_ = UINT32_MAX;  // lowest earlier entry a term reached (minus one)
-  uint32_t base_id_ = 0;          // the recording's id, restored after each term
+  uint32_t lowest_ = UINT32_MAX;      // lowest earlier entry a term reached (minus one)
+  uint32_t base_id_ = 0;              // the recording's id, restored after each term
   double value_ = 0;
   bool open_ = true;
 };

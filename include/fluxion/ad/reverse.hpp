@@ -29,17 +29,17 @@
 #include <array>
 #include <complex>
 #include <map>
+#include <memory>
 #include <optional>
 #include <string>
-#include <memory>
 #include <tuple>
 #include <type_traits>
 #include <utility>
 #include <vector>
 
 #include "fluxion/ad/complex_scalar.hpp"
-#include "fluxion/ad/scalar_derivatives.hpp"
 #include "fluxion/ad/scalar.hpp"
+#include "fluxion/ad/scalar_derivatives.hpp"
 #include "fluxion/ad/tape.hpp"
 #include "fluxion/core/fields.hpp"
 #include "fluxion/core/leaves.hpp"
@@ -111,15 +111,14 @@ struct holds_numbers {
       return holds_numbers<std::remove_cvref_t<typename T::value_type>>::value;
     else if constexpr (is_map<T>::value)
       return holds_numbers<std::remove_cvref_t<typename T::mapped_type>>::value;
-    else if constexpr (is_tuple_like<T>::value)
-      return any_holds_numbers(static_cast<T*>(nullptr));
+    else if constexpr (is_tuple_like<T>::value) return any_holds_numbers(static_cast<T*>(nullptr));
     else return false;
   }();
 };
 template <class A, class B>
 struct holds_numbers<std::pair<A, B>> {
-  static constexpr bool value = holds_numbers<std::remove_cvref_t<A>>::value ||
-                                holds_numbers<std::remove_cvref_t<B>>::value;
+  static constexpr bool value =
+      holds_numbers<std::remove_cvref_t<A>>::value || holds_numbers<std::remove_cvref_t<B>>::value;
 };
 
 // Compile-time checks of a tensor-path argument T as f takes it (U): walkable, and no plain
@@ -143,14 +142,15 @@ lifted_t<T> lift(const T& x) {
     return scalar(double(x), std::is_same_v<T, float> ? f32 : f64);
   } else if constexpr (requires { x.fx_fields(); }) {
     lifted_t<T> r{};
-    zip_leaves([](auto& out, const auto& in) {
-      using O = std::remove_cvref_t<decltype(out)>;
-      using I = std::remove_cvref_t<decltype(in)>;
-      if constexpr (std::is_same_v<O, Tensor> && std::is_floating_point_v<I>)
-        out = scalar(double(in), std::is_same_v<I, float> ? f32 : f64);
-      else if constexpr (std::is_assignable_v<O&, const I&>)
-        out = in;
-    }, r, x);
+    zip_leaves(
+        [](auto& out, const auto& in) {
+          using O = std::remove_cvref_t<decltype(out)>;
+          using I = std::remove_cvref_t<decltype(in)>;
+          if constexpr (std::is_same_v<O, Tensor> && std::is_floating_point_v<I>)
+            out = scalar(double(in), std::is_same_v<I, float> ? f32 : f64);
+          else if constexpr (std::is_assignable_v<O&, const I&>) out = in;
+        },
+        r, x);
     return r;
   } else {
     lifted_t<T> r{};
@@ -166,24 +166,25 @@ U trace_arg_as(const T& x) {
   else return lift(x);
 }
 
-
 // The gradient with x's type from the gradient g of its traced form: tensors and traced
 // numbers take their derivatives; every other leaf (an int, a string) is zero or empty, never a
 // copy of the argument's value.
 template <class T, class G>
 T untrace(const T& x, G& g) {
   T out = x;
-  zip_leaves([](auto& o, auto& d) {
-    using O = std::remove_cvref_t<decltype(o)>;
-    using D = std::remove_cvref_t<decltype(d)>;
-    if constexpr (std::is_same_v<O, Tensor>) {
-      o = std::move(d);
-    } else if constexpr (std::is_same_v<D, Tensor> && std::is_arithmetic_v<O>) {
-      o = d.defined() ? static_cast<O>(d.item()) : O(0);
-    } else {
-      o = O{};
-    }
-  }, out, g);
+  zip_leaves(
+      [](auto& o, auto& d) {
+        using O = std::remove_cvref_t<decltype(o)>;
+        using D = std::remove_cvref_t<decltype(d)>;
+        if constexpr (std::is_same_v<O, Tensor>) {
+          o = std::move(d);
+        } else if constexpr (std::is_same_v<D, Tensor> && std::is_arithmetic_v<O>) {
+          o = d.defined() ? static_cast<O>(d.item()) : O(0);
+        } else {
+          o = O{};
+        }
+      },
+      out, g);
   return out;
 }
 
@@ -249,7 +250,8 @@ struct real_of<std::optional<T>> {
 template <class Fields>
 struct fields_real : std::false_type {};
 template <class... Fs>
-struct fields_real<std::tuple<Fs...>> : std::bool_constant<all_real_v<std::remove_cvref_t<Fs>...>> {};
+struct fields_real<std::tuple<Fs...>> : std::bool_constant<all_real_v<std::remove_cvref_t<Fs>...>> {
+};
 template <template <class...> class S, class... Ts>
   requires(HasFields<S<Ts...>> && (std::is_floating_point_v<Ts> || ...) &&
            fields_real<decltype(std::declval<S<Ts...>&>().fx_fields())>::value)
@@ -354,7 +356,8 @@ T adjoint_of(const T& x, const real_t<T>& r, const std::vector<double>& adj) {
   } else if constexpr (is_tuple_like<T>::value) {
     return [&]<size_t... I>(std::index_sequence<I...>) {
       return T{adjoint_of(std::get<I>(x), std::get<I>(r), adj)...};
-    }(std::make_index_sequence<std::tuple_size_v<T>>{});
+    }
+    (std::make_index_sequence<std::tuple_size_v<T>>{});
   } else if constexpr (is_optional<T>::value) {
     return x ? T(adjoint_of(*x, *r, adj)) : T();
   } else if constexpr (is_map<T>::value) {
@@ -363,9 +366,11 @@ T adjoint_of(const T& x, const real_t<T>& r, const std::vector<double>& adj) {
     return g;
   } else {  // a rebound class template: unlisted fields as in x, listed ones their adjoints
     T g = x;
-    zip_leaves([&](auto& out, const auto& in) {
-      out = adjoint_of(std::remove_cvref_t<decltype(out)>(out), in, adj);
-    }, g, r);
+    zip_leaves(
+        [&](auto& out, const auto& in) {
+          out = adjoint_of(std::remove_cvref_t<decltype(out)>(out), in, adj);
+        },
+        g, r);
     return g;
   }
 }
@@ -387,7 +392,8 @@ auto scalar_value_and_gradient(F&& f, const Args&... args) {
   const std::vector<double>& adj = rec.adjoints(y);
   auto grads = [&]<size_t... I>(std::index_sequence<I...>) {
     return std::tuple<Args...>{adjoint_of(args, std::get<I>(xs), adj)...};
-  }(std::index_sequence_for<Args...>{});
+  }
+  (std::index_sequence_for<Args...>{});
   std::apply([](auto&... x) { (release_real(x), ...); }, xs);
   return std::pair{y.value(), std::move(grads)};
 }
@@ -411,9 +417,9 @@ auto nested_gradient(F&& f, const Args&... args) {
 
 // The result a user gets: the single gradient, or a tuple of them for several arguments.
 template <class... Args>
-using grads_t = std::conditional_t<sizeof...(Args) == 1,
-                                   std::tuple_element_t<0, std::tuple<Args..., void>>,
-                                   std::tuple<Args...>>;
+using grads_t =
+    std::conditional_t<sizeof...(Args) == 1, std::tuple_element_t<0, std::tuple<Args..., void>>,
+                       std::tuple<Args...>>;
 
 template <class R>
 const Tensor& primary(const R& r) {
@@ -478,8 +484,10 @@ class BasicBack {
     auto grads = [&]<size_t... I>(std::index_sequence<I...>) {
       size_t k = 0;
       // Braced: the arguments' leaves are taken in order.
-      return std::tuple<Args...>{fill<std::tuple_element_t<I, Traced>>(std::get<I>(args_), leaves, k)...};
-    }(std::index_sequence_for<Args...>{});
+      return std::tuple<Args...>{
+          fill<std::tuple_element_t<I, Traced>>(std::get<I>(args_), leaves, k)...};
+    }
+    (std::index_sequence_for<Args...>{});
     if constexpr (sizeof...(Args) == 1) return std::get<0>(std::move(grads));
     else return grads;
   }
@@ -488,11 +496,13 @@ class BasicBack {
   template <class U, class T>
   static T fill(const T& x, std::vector<Tensor>& leaves, size_t& k) {
     U g = ad::detail::trace_arg_as<U>(x);
-    zip_tensors([&](Tensor& t) {
-      Tensor& l = leaves[k++];
-      if (l.defined()) t = std::move(l);
-      else if (t.defined()) t = expanded_zeros_like(t);
-    }, g);
+    zip_tensors(
+        [&](Tensor& t) {
+          Tensor& l = leaves[k++];
+          if (l.defined()) t = std::move(l);
+          else if (t.defined()) t = expanded_zeros_like(t);
+        },
+        g);
     return ad::detail::untrace(x, g);
   }
   std::shared_ptr<ad::Recording> rec_;
@@ -504,8 +514,7 @@ using Back = BasicBack<std::tuple<Args...>, Args...>;
 
 namespace ad::detail {
 template <class F, class... Args>
-using back_t =
-    BasicBack<std::tuple<traced_as_t<lifts_numbers<F, Args...>(), Args>...>, Args...>;
+using back_t = BasicBack<std::tuple<traced_as_t<lifts_numbers<F, Args...>(), Args>...>, Args...>;
 }  // namespace ad::detail
 
 // Evaluates f(args...) recording a tape; returns (y, back) with back(dy) the vector-Jacobian
@@ -543,16 +552,15 @@ auto withgradient(F&& f, const Args&... args) {
     auto [y, grads] = ad::detail::scalar_value_and_gradient(std::forward<F>(f), args...);
     if constexpr (sizeof...(Args) == 1)
       return WithGradient<double, Args...>{y, std::get<0>(std::move(grads))};
-    else
-      return WithGradient<double, std::tuple<Args...>>{y, std::move(grads)};
+    else return WithGradient<double, std::tuple<Args...>>{y, std::move(grads)};
   } else {
-  auto [result, rec] = ad::detail::record_call(std::forward<F>(f), args...);
-  const Tensor& y = ad::detail::primary(result);
-  ad::detail::check_scalar_output(y, "withgradient");
-  auto grad = ad::detail::back_t<F, Args...>(std::move(rec), y,
-                                             std::tuple<Args...>(args...))(ones_like(y));
-  return WithGradient<std::decay_t<decltype(result)>, decltype(grad)>{std::move(result),
-                                                                      std::move(grad)};
+    auto [result, rec] = ad::detail::record_call(std::forward<F>(f), args...);
+    const Tensor& y = ad::detail::primary(result);
+    ad::detail::check_scalar_output(y, "withgradient");
+    auto grad = ad::detail::back_t<F, Args...>(std::move(rec), y,
+                                               std::tuple<Args...>(args...))(ones_like(y));
+    return WithGradient<std::decay_t<decltype(result)>, decltype(grad)>{std::move(result),
+                                                                        std::move(grad)};
   }
 }
 

@@ -35,7 +35,6 @@
 #include "fluxion/core/leaves.hpp"
 #include "fluxion/ops/elementwise_defs.hpp"
 
-
 namespace fx {
 
 class Real;
@@ -63,18 +62,20 @@ struct ScalarTape {
   // for statements than for operands (stmt_cap_ - n_ > ops_cap_ - ops_n_), so a statement whose
   // operands fit fits too, and recording one (1 statement, >= 1 operand) keeps that so.
   void reserve(size_t ops) {
-    if (ops_n_ + ops > ops_cap_) [[unlikely]] grow(ops);
+    if (ops_n_ + ops > ops_cap_) [[unlikely]]
+      grow(ops);
   }
   uint32_t variable() {  // a statement without operands: the one that can use up statement room
-    if (stmt_cap_ - n_ <= ops_cap_ - ops_n_ + 1) [[unlikely]] grow(0);
+    if (stmt_cap_ - n_ <= ops_cap_ - ops_n_ + 1) [[unlikely]]
+      grow(0);
     end_[++n_] = uint32_t(ops_n_);
     if (!vars_.empty() && vars_.back().end == n_) ++vars_.back().end;  // right after the last
     else vars_.push_back({uint32_t(n_), uint32_t(n_ + 1)});
     return uint32_t(n_);
   }
-  uint32_t variables(size_t count);  // `count` variables at once; returns the first index
-  size_t size() const { return n_; }                // statements (the largest index)
-  size_t operations() const { return ops_n_; }      // (index, partial) pairs
+  uint32_t variables(size_t count);   // `count` variables at once; returns the first index
+  size_t size() const { return n_; }  // statements (the largest index)
+  size_t operations() const { return ops_n_; }  // (index, partial) pairs
   // Adjoints of every variable (and of `out`) given the seed adjoint of `out`; the vector is
   // indexed by tape index. Adjoints of intermediate statements are not kept: the sweep zeroes
   // them as it goes, which leaves the buffer clean for the next sweep without a memset over it.
@@ -90,16 +91,17 @@ struct ScalarTape {
   void truncate(size_t statements, size_t operands) {
     n_ = statements;
     ops_n_ = operands;
-    if (stmt_cap_ - n_ <= ops_cap_ - ops_n_) [[unlikely]] grow(0);
+    if (stmt_cap_ - n_ <= ops_cap_ - ops_n_) [[unlikely]]
+      grow(0);
   }
 
   // Room for `ops` more operands and `statements` more statements than reserve() keeps.
   [[gnu::noinline]] void grow(size_t ops, size_t statements = 0);  // off the hot path
   void zero_variable_adjoints();
 
-  uint32_t* idx_ = nullptr;   // operation stack: operand index
-  double* mul_ = nullptr;     // operation stack: partial
-  uint32_t* end_ = nullptr;   // statement stack: end of each statement's operands
+  uint32_t* idx_ = nullptr;  // operation stack: operand index
+  double* mul_ = nullptr;    // operation stack: partial
+  uint32_t* end_ = nullptr;  // statement stack: end of each statement's operands
   // size_t, not uint32_t: the operand-index stores (uint32_t) then cannot alias the counters, so
   // the compiler keeps them in registers across a statement instead of reloading them.
   size_t n_ = 0, ops_n_ = 0, stmt_cap_ = 0, ops_cap_ = 0;
@@ -112,8 +114,8 @@ struct ScalarTape {
   };
   std::vector<VariableRun> vars_;
   std::vector<double> adj_;
-  bool swept_ = false;          // adj_ holds variable adjoints of a sweep
-  bool summing_ = false;        // a preaccumulated sum is running (preaccumulate.hpp)
+  bool swept_ = false;    // adj_ holds variable adjoints of a sweep
+  bool summing_ = false;  // a preaccumulated sum is running (preaccumulate.hpp)
 };
 
 // The reverse step of a block (scalar_triangular.cpp): g0 is the adjoint of its first statement
@@ -150,7 +152,7 @@ concept RealLike = std::same_as<std::remove_cvref_t<T>, Real>;
 template <class T>
 concept RealOperand = RealLike<T> || std::is_arithmetic_v<std::remove_cvref_t<T>>;
 template <class A, class B>
-concept RealPair = RealOperand<A> && RealOperand<B> && (RealLike<A> || RealLike<B>);
+concept RealPair = RealOperand<A> && RealOperand<B> &&(RealLike<A> || RealLike<B>);
 
 // A Real's tape word: the recording's id (31 bits) and, in the top bit, kFresh: the Real was made
 // by an operation and has not been copied since (see Record).
@@ -174,7 +176,8 @@ class Real {
   // The value of tape statement `index` of the active recording, just made (fresh: see
   // ad::Record); what range recordings such as fx::squared_norm return.
   Real(double v, uint32_t index)
-      : v_(v), word_(index ? uint64_t(ad::active_scalar_tape_id() | ad::kFresh) << 32 | index : 0) {}
+      : v_(v),
+        word_(index ? uint64_t(ad::active_scalar_tape_id() | ad::kFresh) << 32 | index : 0) {}
   // A copy is never fresh: its statement may be shared with the original (see ad::Record).
   Real(const Real& o) { copy_from(o); }
   Real& operator=(const Real& o) {
@@ -192,20 +195,17 @@ class Real {
   explicit operator double() const { return v_; }
 
   template <class E>
-    requires ad::RealOperand<E>
-  Real& operator+=(E&& o);
+  requires ad::RealOperand<E> Real& operator+=(E&& o);
   template <class E>
-    requires ad::RealOperand<E>
-  Real& operator-=(E&& o);
+  requires ad::RealOperand<E> Real& operator-=(E&& o);
   template <class E>
-    requires ad::RealOperand<E>
-  Real& operator*=(E&& o);
+  requires ad::RealOperand<E> Real& operator*=(E&& o);
   template <class E>
-    requires ad::RealOperand<E>
-  Real& operator/=(E&& o);
+  requires ad::RealOperand<E> Real& operator/=(E&& o);
 
   void check_same_tape() const {
-    if (tape_id() != ad::active_scalar_tape_id() && tape_id() != ad::active_scalar_base_id()) [[unlikely]]
+    if (tape_id() != ad::active_scalar_tape_id() && tape_id() != ad::active_scalar_base_id())
+        [[unlikely]]
       ad::scalar_tape_mismatch();
   }
 
@@ -263,7 +263,8 @@ struct Record {
   // y = f(a), a new statement.
   FX_ALWAYS_INLINE static Real one(const Real& a, double v, double d) {
     const unsigned long long ids = active_scalar_ids;
-    if (foreign(a, ids)) [[unlikely]] scalar_tape_mismatch();
+    if (foreign(a, ids)) [[unlikely]]
+      scalar_tape_mismatch();
     if (!a.index()) return Real(v);
     ScalarTape* t = active_scalar_tape;
     t->reserve(1);
@@ -284,7 +285,8 @@ struct Record {
   // y = f(a, b), a new statement (a constant operand's slot writes the sink, index 0).
   FX_ALWAYS_INLINE static Real two(const Real& a, const Real& b, double v, double da, double db) {
     const unsigned long long ids = active_scalar_ids;
-    if (foreign(a, ids) | foreign(b, ids)) [[unlikely]] scalar_tape_mismatch();
+    if (foreign(a, ids) | foreign(b, ids)) [[unlikely]]
+      scalar_tape_mismatch();
     if (!(a.index() | b.index())) return Real(v);
     ScalarTape* t = active_scalar_tape;
     t->reserve(2);
@@ -302,8 +304,10 @@ struct Record {
   FX_ALWAYS_INLINE static Real two(A&& a, B&& b, double v, double da, double db) {
     const unsigned long long ids = active_scalar_ids;
     // Only a non-const rvalue (a temporary) may be taken over.
-    constexpr bool temp_a = !std::is_lvalue_reference_v<A> && !std::is_const_v<std::remove_reference_t<A>>;
-    constexpr bool temp_b = !std::is_lvalue_reference_v<B> && !std::is_const_v<std::remove_reference_t<B>>;
+    constexpr bool temp_a =
+        !std::is_lvalue_reference_v<A> && !std::is_const_v<std::remove_reference_t<A>>;
+    constexpr bool temp_b =
+        !std::is_lvalue_reference_v<B> && !std::is_const_v<std::remove_reference_t<B>>;
     if constexpr (temp_a && temp_b) {
       // Two temporaries that are the tape's last two statements (`x * y + sin(x)`): their
       // operands are adjacent, so they become one statement.
@@ -344,7 +348,8 @@ struct Record {
   // statement not reading a's: a's statement takes b's operands, each statement's partials
   // scaled by its partial (da, db).
   static bool merge(const Real& a, const Real& b, double da, double db, unsigned long long ids) {
-    if (!extendable(b, ids) || a.index() + 1 != b.index() || a.tape_word() != b.tape_word()) return false;
+    if (!extendable(b, ids) || a.index() + 1 != b.index() || a.tape_word() != b.tape_word())
+      return false;
     ScalarTape* t = active_scalar_tape;
     const uint32_t k = a.index(), lo = t->end_[k - 1], mid = t->end_[k], hi = t->end_[k + 1];
     if (mid - lo - 1 >= kMaxFoldedOperands || t->idx_[lo] == kLowerTriangularBlock) return false;
@@ -365,7 +370,8 @@ struct Record {
   }
   // Adds operand b (partial d) to the last statement.
   FX_ALWAYS_INLINE static void append(const Real& b, double d, unsigned long long ids) {
-    if (foreign(b, ids)) [[unlikely]] scalar_tape_mismatch();
+    if (foreign(b, ids)) [[unlikely]]
+      scalar_tape_mismatch();
     if (!b.index()) return;
     ScalarTape* t = active_scalar_tape;
     t->reserve(1);  // keeps reserve()'s invariant: one more operand and no more statements
@@ -395,15 +401,19 @@ struct Record {
 template <class A, class B>
   requires ad::RealPair<A, B>
 inline Real operator+(A&& a, B&& b) {
-  if constexpr (!ad::RealLike<B>) return ad::Record::one(std::forward<A>(a), a.value() + double(b), 1);
-  else if constexpr (!ad::RealLike<A>) return ad::Record::one(std::forward<B>(b), double(a) + b.value(), 1);
+  if constexpr (!ad::RealLike<B>)
+    return ad::Record::one(std::forward<A>(a), a.value() + double(b), 1);
+  else if constexpr (!ad::RealLike<A>)
+    return ad::Record::one(std::forward<B>(b), double(a) + b.value(), 1);
   else return ad::Record::two(std::forward<A>(a), std::forward<B>(b), a.value() + b.value(), 1, 1);
 }
 template <class A, class B>
   requires ad::RealPair<A, B>
 inline Real operator-(A&& a, B&& b) {
-  if constexpr (!ad::RealLike<B>) return ad::Record::one(std::forward<A>(a), a.value() - double(b), 1);
-  else if constexpr (!ad::RealLike<A>) return ad::Record::one(std::forward<B>(b), double(a) - b.value(), -1);
+  if constexpr (!ad::RealLike<B>)
+    return ad::Record::one(std::forward<A>(a), a.value() - double(b), 1);
+  else if constexpr (!ad::RealLike<A>)
+    return ad::Record::one(std::forward<B>(b), double(a) - b.value(), -1);
   else return ad::Record::two(std::forward<A>(a), std::forward<B>(b), a.value() - b.value(), 1, -1);
 }
 template <class A, class B>
@@ -442,36 +452,24 @@ inline Real operator+(A&& a) {
 
 template <class E>
   requires ad::RealOperand<E>
-inline Real& Real::operator+=(E&& o) {
-  return *this = *this + std::forward<E>(o);
-}
+inline Real& Real::operator+=(E&& o) { return *this = *this + std::forward<E>(o); }
 template <class E>
   requires ad::RealOperand<E>
-inline Real& Real::operator-=(E&& o) {
-  return *this = *this - std::forward<E>(o);
-}
+inline Real& Real::operator-=(E&& o) { return *this = *this - std::forward<E>(o); }
 template <class E>
   requires ad::RealOperand<E>
-inline Real& Real::operator*=(E&& o) {
-  return *this = *this * std::forward<E>(o);
-}
+inline Real& Real::operator*=(E&& o) { return *this = *this * std::forward<E>(o); }
 template <class E>
   requires ad::RealOperand<E>
-inline Real& Real::operator/=(E&& o) {
-  return *this = *this / std::forward<E>(o);
-}
+inline Real& Real::operator/=(E&& o) { return *this = *this / std::forward<E>(o); }
 
 // Comparisons look at values only, as branches in double code do.
 template <class A, class B>
   requires ad::RealPair<A, B>
-inline bool operator==(const A& a, const B& b) {
-  return ad::value_of(a) == ad::value_of(b);
-}
+inline bool operator==(const A& a, const B& b) { return ad::value_of(a) == ad::value_of(b); }
 template <class A, class B>
   requires ad::RealPair<A, B>
-inline auto operator<=>(const A& a, const B& b) {
-  return ad::value_of(a) <=> ad::value_of(b);
-}
+inline auto operator<=>(const A& a, const B& b) { return ad::value_of(a) <=> ad::value_of(b); }
 
 inline double value(const Real& x) { return x.value(); }
 inline double value(double x) { return x; }
@@ -479,14 +477,17 @@ inline double value(double x) { return x; }
 // ---- <cmath> for Real: each is the value and the derivative, folded into the statement of a
 // temporary argument. FX_REAL_UNARY(name, body) defines name(x) from v = x's value; the body
 // returns {f(v), f'(v)}.
-#define FX_REAL_UNARY(NAME, ...)                                        \
-  template <ad::RealLike X>                                             \
-  inline Real NAME(X&& x) {                                             \
-    const double v = x.value();                                         \
+#define FX_REAL_UNARY(NAME, ...)                                          \
+  template <ad::RealLike X>                                               \
+  inline Real NAME(X&& x) {                                               \
+    const double v = x.value();                                           \
     const auto [y, d] = [v]() -> std::pair<double, double> __VA_ARGS__(); \
-    return ad::Record::one(std::forward<X>(x), y, d);                   \
+    return ad::Record::one(std::forward<X>(x), y, d);                     \
   }
-FX_REAL_UNARY(cbrt, { const double c = std::cbrt(v); return {c, 1 / (3 * c * c)}; })
+FX_REAL_UNARY(cbrt, {
+  const double c = std::cbrt(v);
+  return {c, 1 / (3 * c * c)};
+})
 // |x| has derivative sign(x), taken as 0 at 0.
 FX_REAL_UNARY(abs, { return {std::abs(v), v > 0 ? 1.0 : v < 0 ? -1.0 : 0.0}; })
 FX_REAL_UNARY(fabs, { return {std::abs(v), v > 0 ? 1.0 : v < 0 ? -1.0 : 0.0}; })
@@ -500,10 +501,10 @@ FX_REAL_UNARY(nearbyint, { return {std::nearbyint(v), 0.0}; })
 
 // The math functions of fluxion/ops/elementwise_defs.hpp: value and derivative from the table,
 // computed in double.
-#define FX_REAL_TABLE_UNARY(NAME)                                                   \
-  template <ad::RealLike X>                                                         \
-  inline Real NAME(X&& x) {                                                         \
-    const double v = x.value(), y = elem::NAME##_op::value(v);                       \
+#define FX_REAL_TABLE_UNARY(NAME)                                                     \
+  template <ad::RealLike X>                                                           \
+  inline Real NAME(X&& x) {                                                           \
+    const double v = x.value(), y = elem::NAME##_op::value(v);                        \
     return ad::Record::one(std::forward<X>(x), y, elem::NAME##_op::derivative(v, y)); \
   }
 FX_ELEMENTWISE_UNARY(FX_REAL_TABLE_UNARY)
@@ -535,14 +536,14 @@ inline Real fmod(A&& a, B&& b) {
                          -std::trunc(av / bv));
 }
 // atan2, hypot, copysign from the table (fluxion/ops/elementwise_defs.hpp).
-#define FX_REAL_TABLE_BINARY(NAME)                                                        \
-  template <class A, class B>                                                             \
-    requires ad::RealPair<A, B>                                                           \
-  inline Real NAME(A&& a, B&& b) {                                                        \
-    using Op = elem::NAME##_op;                                                           \
-    const double av = ad::value_of(a), bv = ad::value_of(b), y = Op::value(av, bv);       \
-    return binary_function(std::forward<A>(a), std::forward<B>(b), y, Op::da(av, bv, y),  \
-                           elem::partial_b<Op>(av, bv, y));                               \
+#define FX_REAL_TABLE_BINARY(NAME)                                                       \
+  template <class A, class B>                                                            \
+    requires ad::RealPair<A, B>                                                          \
+  inline Real NAME(A&& a, B&& b) {                                                       \
+    using Op = elem::NAME##_op;                                                          \
+    const double av = ad::value_of(a), bv = ad::value_of(b), y = Op::value(av, bv);      \
+    return binary_function(std::forward<A>(a), std::forward<B>(b), y, Op::da(av, bv, y), \
+                           elem::partial_b<Op>(av, bv, y));                              \
   }
 FX_ELEMENTWISE_BINARY(FX_REAL_TABLE_BINARY)
 #undef FX_REAL_TABLE_BINARY
@@ -562,14 +563,10 @@ inline Real min(const A& a, const B& b) {
 }
 template <class A, class B>
   requires ad::RealPair<A, B>
-inline Real fmax(const A& a, const B& b) {
-  return max(a, b);
-}
+inline Real fmax(const A& a, const B& b) { return max(a, b); }
 template <class A, class B>
   requires ad::RealPair<A, B>
-inline Real fmin(const A& a, const B& b) {
-  return min(a, b);
-}
+inline Real fmin(const A& a, const B& b) { return min(a, b); }
 inline bool isfinite(const Real& x) { return std::isfinite(x.value()); }
 inline bool isnan(const Real& x) { return std::isnan(x.value()); }
 inline bool isinf(const Real& x) { return std::isinf(x.value()); }

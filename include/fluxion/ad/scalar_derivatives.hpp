@@ -122,8 +122,7 @@ std::vector<Dual<dual_base_t<X>, N, L>> seed_chunk(const std::vector<X>& x, size
 // Runs f on x seeded as Dual<Real, N> in direction chunk `seed` (seed(j, k): tangent k of x_j)
 // and calls column(k, adjoints, variables) for each k < count with the reverse sweep of tangent k.
 template <int N, class F, class Seed, class Column>
-void reverse_over_forward(F& f, const std::vector<double>& x, int count, Seed seed,
-                          Column column) {
+void reverse_over_forward(F& f, const std::vector<double>& x, int count, Seed seed, Column column) {
   using D = Dual<Real, N, 1>;
   ScalarRecording rec;
   std::vector<D> xd(x.size());
@@ -155,8 +154,8 @@ template <class F, class X>
   requires ad::DualScalar<X>
 auto derivative(F&& f, const X& x) {
   using T = ad::detail::dual_base_t<X>;
-  constexpr int L = ad::detail::seed_level<F, X, ad::level_v<X>,
-                                           ad::detail::scalar_seed<X, 1>::template type>();
+  constexpr int L =
+      ad::detail::seed_level<F, X, ad::level_v<X>, ad::detail::scalar_seed<X, 1>::template type>();
   const Dual<T, 1, L> xd(T(x), {T(1)});
   return ad::detail::tangents<L>(f(xd), 0);
 }
@@ -164,7 +163,7 @@ auto derivative(F&& f, const X& x) {
 // The K-th derivative of f: one evaluation on K nested Duals, x + ε₁ + ... + ε_K, whose
 // ε₁···ε_K coefficient is f⁽ᴷ⁾(x) (Dual<Dual<Dual<double>>> for K = 3).
 template <int K, class F, class X>
-  requires(ad::DualScalar<X> && K >= 0)
+  requires(ad::DualScalar<X>&& K >= 0)
 auto nth_derivative(F&& f, const X& x) {
   using T = ad::detail::dual_base_t<X>;
   if constexpr (K == 0) {
@@ -241,21 +240,21 @@ auto jacobian_forward(F&& f, const std::vector<X>& x) {
 // recording of f on fx::Real and one sweep per output, so it suits many inputs and few
 // outputs (jacobian_forward the opposite).
 template <class F, class X>
-  requires std::is_arithmetic_v<X>
-std::vector<std::vector<double>> jacobian(F&& f, const std::vector<X>& x) {
-  ad::ScalarRecording rec;
-  std::vector<Real> xr(x.size());
-  for (size_t j = 0; j < x.size(); ++j) xr[j] = rec.variable(double(x[j]));
-  const auto y = f(std::as_const(xr));
-  const size_t m = ad::detail::output_size(y);
-  std::vector<std::vector<double>> J(m, std::vector<double>(x.size()));
-  for (size_t i = 0; i < m; ++i) {
-    const Real yi = ad::detail::output_at(y, i);
-    const std::vector<double>& adj = rec.adjoints(yi);
-    for (size_t j = 0; j < x.size(); ++j) J[i][j] = adj[xr[j].index()];
+  requires std::is_arithmetic_v<X> std::vector<std::vector<double>> jacobian(
+      F&& f, const std::vector<X>& x) {
+    ad::ScalarRecording rec;
+    std::vector<Real> xr(x.size());
+    for (size_t j = 0; j < x.size(); ++j) xr[j] = rec.variable(double(x[j]));
+    const auto y = f(std::as_const(xr));
+    const size_t m = ad::detail::output_size(y);
+    std::vector<std::vector<double>> J(m, std::vector<double>(x.size()));
+    for (size_t i = 0; i < m; ++i) {
+      const Real yi = ad::detail::output_at(y, i);
+      const std::vector<double>& adj = rec.adjoints(yi);
+      for (size_t j = 0; j < x.size(); ++j) J[i][j] = adj[xr[j].index()];
+    }
+    return J;
   }
-  return J;
-}
 
 // The diagonal of f's Hessian: n evaluations on second-order Duals (x_j + ε₁ + ε₂), forward
 // over forward; cost about 4 primal evaluations each, no tape.
@@ -283,36 +282,36 @@ auto diaghessian(F&& f, const std::vector<X>& x) {
 // forward: ceil(n / N) recordings of f on Dual<Real, N> and one reverse sweep per column. The
 // result is symmetric up to rounding (columns come from different sweeps).
 template <int N = 4, class F, class X>
-  requires std::is_arithmetic_v<X>
-std::vector<std::vector<double>> hessian(F&& f, const std::vector<X>& x) {
-  std::vector<double> xs(x.begin(), x.end());
-  size_t n = xs.size();
-  std::vector<std::vector<double>> H(n, std::vector<double>(n));
-  for (size_t first = 0; first < n; first += N) {
-    int count = int(std::min<size_t>(N, n - first));
-    ad::detail::reverse_over_forward<N>(
-        f, xs, count, [&](size_t j, int k) { return j == first + size_t(k) ? 1.0 : 0.0; },
-        [&](int k, const std::vector<double>& adj, const std::vector<uint32_t>& index) {
-          for (size_t i = 0; i < n; ++i) H[i][first + k] = adj[index[i]];
-        });
+  requires std::is_arithmetic_v<X> std::vector<std::vector<double>> hessian(
+      F&& f, const std::vector<X>& x) {
+    std::vector<double> xs(x.begin(), x.end());
+    size_t n = xs.size();
+    std::vector<std::vector<double>> H(n, std::vector<double>(n));
+    for (size_t first = 0; first < n; first += N) {
+      int count = int(std::min<size_t>(N, n - first));
+      ad::detail::reverse_over_forward<N>(
+          f, xs, count, [&](size_t j, int k) { return j == first + size_t(k) ? 1.0 : 0.0; },
+          [&](int k, const std::vector<double>& adj, const std::vector<uint32_t>& index) {
+            for (size_t i = 0; i < n; ++i) H[i][first + k] = adj[index[i]];
+          });
+    }
+    return H;
   }
-  return H;
-}
 
 // The Hessian-vector product H(x)·v: one recording of f on Dual<Real, 1> seeded with v and one
 // reverse sweep (about the cost of a few gradients, whatever n is).
 template <class F, class X>
-  requires std::is_arithmetic_v<X>
-std::vector<double> hvp(F&& f, const std::vector<X>& x, const std::vector<double>& v) {
-  FX_CHECK(v.size() == x.size(), "fx::hvp: x has ", x.size(), " elements but v has ", v.size());
-  std::vector<double> xs(x.begin(), x.end());
-  std::vector<double> hv(xs.size());
-  ad::detail::reverse_over_forward<1>(
-      f, xs, 1, [&](size_t j, int) { return v[j]; },
-      [&](int, const std::vector<double>& adj, const std::vector<uint32_t>& index) {
-        for (size_t i = 0; i < xs.size(); ++i) hv[i] = adj[index[i]];
-      });
-  return hv;
-}
+  requires std::is_arithmetic_v<X> std::vector<double> hvp(F&& f, const std::vector<X>& x,
+                                                           const std::vector<double>& v) {
+    FX_CHECK(v.size() == x.size(), "fx::hvp: x has ", x.size(), " elements but v has ", v.size());
+    std::vector<double> xs(x.begin(), x.end());
+    std::vector<double> hv(xs.size());
+    ad::detail::reverse_over_forward<1>(
+        f, xs, 1, [&](size_t j, int) { return v[j]; },
+        [&](int, const std::vector<double>& adj, const std::vector<uint32_t>& index) {
+          for (size_t i = 0; i < xs.size(); ++i) hv[i] = adj[index[i]];
+        });
+    return hv;
+  }
 
 }  // namespace fx

@@ -124,8 +124,8 @@ void lower_triangular_product(const L& packed, const X& x, Y&& y) {
   using TL = ad::element_t<L>;
   using TX = ad::element_t<X>;
   const size_t n = std::ranges::size(x);
-  FX_CHECK(std::ranges::size(packed) == n * (n + 1) / 2, "fx::lower_triangular_product: a ",
-           n, " x ", n, " lower-triangular matrix packs into ", n * (n + 1) / 2,
+  FX_CHECK(std::ranges::size(packed) == n * (n + 1) / 2, "fx::lower_triangular_product: a ", n,
+           " x ", n, " lower-triangular matrix packs into ", n * (n + 1) / 2,
            " elements; the range has ", std::ranges::size(packed));
   FX_CHECK(std::ranges::size(y) == n, "fx::lower_triangular_product: x has ", n,
            " elements and y has ", std::ranges::size(y), "; they must be equal");

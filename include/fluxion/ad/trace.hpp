@@ -38,8 +38,8 @@ class Graph {
   };
   struct Constant {
     int value;
-    Tensor data;        // captured data, or undefined for a fill
-    double fill = 0;    // full(shape, fill) when data is undefined
+    Tensor data;      // captured data, or undefined for a fill
+    double fill = 0;  // full(shape, fill) when data is undefined
   };
   struct Equation {
     const Primitive* prim;
@@ -50,10 +50,10 @@ class Graph {
   };
 
   std::vector<Value> values;
-  std::vector<int> inputs;    // in the order of the arguments' tensor leaves
+  std::vector<int> inputs;  // in the order of the arguments' tensor leaves
   std::vector<Constant> constants;
   std::vector<Equation> equations;
-  std::vector<int> outputs;   // in the order of the result's tensor leaves
+  std::vector<int> outputs;  // in the order of the result's tensor leaves
 
   // Runs the graph on new arguments with the traced shapes and dtypes (fx::Error otherwise):
   // the tensor leaves of `args`, in order, replace the traced arguments.

@@ -10,8 +10,8 @@
 // with an error; kernels that also handle std::complex (arithmetic, sums, copies, indexing) use
 // visit_dtype_all.
 #pragma once
-#include <cstddef>
 #include <complex>
+#include <cstddef>
 #include <cstdint>
 #include <ostream>
 #include <type_traits>
@@ -82,18 +82,29 @@ constexpr DType promote(DType a, DType b) {
 
 inline std::ostream& operator<<(std::ostream& os, DType t) { return os << dtype_name(t); }
 
-template <class T> inline constexpr DType dtype_of = DType::f32;
-template <> inline constexpr DType dtype_of<bool> = DType::boolean;
-template <> inline constexpr DType dtype_of<int32_t> = DType::i32;
-template <> inline constexpr DType dtype_of<int64_t> = DType::i64;
-template <> inline constexpr DType dtype_of<float> = DType::f32;
-template <> inline constexpr DType dtype_of<double> = DType::f64;
-template <> inline constexpr DType dtype_of<std::complex<float>> = DType::c64;
-template <> inline constexpr DType dtype_of<std::complex<double>> = DType::c128;
+template <class T>
+inline constexpr DType dtype_of = DType::f32;
+template <>
+inline constexpr DType dtype_of<bool> = DType::boolean;
+template <>
+inline constexpr DType dtype_of<int32_t> = DType::i32;
+template <>
+inline constexpr DType dtype_of<int64_t> = DType::i64;
+template <>
+inline constexpr DType dtype_of<float> = DType::f32;
+template <>
+inline constexpr DType dtype_of<double> = DType::f64;
+template <>
+inline constexpr DType dtype_of<std::complex<float>> = DType::c64;
+template <>
+inline constexpr DType dtype_of<std::complex<double>> = DType::c128;
 
-template <class T> struct is_complex_type : std::false_type {};
-template <class T> struct is_complex_type<std::complex<T>> : std::true_type {};
-template <class T> inline constexpr bool is_complex_v = is_complex_type<T>::value;
+template <class T>
+struct is_complex_type : std::false_type {};
+template <class T>
+struct is_complex_type<std::complex<T>> : std::true_type {};
+template <class T>
+inline constexpr bool is_complex_v = is_complex_type<T>::value;
 
 // Calls fn.template operator()<T>() with the C++ type of `t` (bool is stored as uint8_t... but
 // exposed as bool, which has the same size on every supported platform).

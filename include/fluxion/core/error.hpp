@@ -31,7 +31,8 @@ template <class... Parts>
 }  // namespace fx
 
 // FX_CHECK(cond, "fx::op: ", shape, " must ...") throws fx::Error with the parts concatenated.
-#define FX_CHECK(cond, ...)                              \
-  do {                                                   \
-    if (!(cond)) [[unlikely]] ::fx::detail::fail(__VA_ARGS__); \
+#define FX_CHECK(cond, ...)            \
+  do {                                 \
+    if (!(cond)) [[unlikely]]          \
+      ::fx::detail::fail(__VA_ARGS__); \
   } while (0)

@@ -29,28 +29,41 @@
 
 #include "fluxion/core/tensor.hpp"
 
-#define FX_FIELDS(...)                                                            \
-  auto fx_fields() { return std::tie(__VA_ARGS__); }                              \
-  auto fx_fields() const { return std::tie(__VA_ARGS__); }                        \
+#define FX_FIELDS(...)                                     \
+  auto fx_fields() { return std::tie(__VA_ARGS__); }       \
+  auto fx_fields() const { return std::tie(__VA_ARGS__); } \
   static constexpr std::string_view fx_field_names() { return #__VA_ARGS__; }
 
 namespace fx {
 
 template <class T>
-concept HasFields = requires(T& t) { t.fx_fields(); };
+concept HasFields = requires(T& t) {
+  t.fx_fields();
+};
 
 namespace detail {
-template <class T> struct is_vector : std::false_type {};
-template <class T, class A> struct is_vector<std::vector<T, A>> : std::true_type {};
-template <class T> struct is_std_array : std::false_type {};
-template <class T, size_t N> struct is_std_array<std::array<T, N>> : std::true_type {};
-template <class T> struct is_tuple_like : std::false_type {};
-template <class... T> struct is_tuple_like<std::tuple<T...>> : std::true_type {};
-template <class A, class B> struct is_tuple_like<std::pair<A, B>> : std::true_type {};
-template <class T> struct is_optional : std::false_type {};
-template <class T> struct is_optional<std::optional<T>> : std::true_type {};
-template <class T> struct is_map : std::false_type {};
-template <class K, class V, class C, class A> struct is_map<std::map<K, V, C, A>> : std::true_type {};
+template <class T>
+struct is_vector : std::false_type {};
+template <class T, class A>
+struct is_vector<std::vector<T, A>> : std::true_type {};
+template <class T>
+struct is_std_array : std::false_type {};
+template <class T, size_t N>
+struct is_std_array<std::array<T, N>> : std::true_type {};
+template <class T>
+struct is_tuple_like : std::false_type {};
+template <class... T>
+struct is_tuple_like<std::tuple<T...>> : std::true_type {};
+template <class A, class B>
+struct is_tuple_like<std::pair<A, B>> : std::true_type {};
+template <class T>
+struct is_optional : std::false_type {};
+template <class T>
+struct is_optional<std::optional<T>> : std::true_type {};
+template <class T>
+struct is_map : std::false_type {};
+template <class K, class V, class C, class A>
+struct is_map<std::map<K, V, C, A>> : std::true_type {};
 template <class K, class V, class H, class E, class A>
 struct is_map<std::unordered_map<K, V, H, E, A>> : std::true_type {};
 
@@ -70,14 +83,16 @@ template <class T>
 struct is_number_type : std::false_type {};
 
 namespace detail {
-template <class T> struct is_complex_number : std::false_type {};
-template <class T> struct is_complex_number<std::complex<T>> : std::true_type {};
+template <class T>
+struct is_complex_number : std::false_type {};
+template <class T>
+struct is_complex_number<std::complex<T>> : std::true_type {};
 
 // A leaf: a value the walkers do not look inside.
 template <class T>
-constexpr bool is_leaf_v = std::is_same_v<T, Tensor> || std::is_arithmetic_v<T> ||
-                           is_complex_number<T>::value || std::is_same_v<T, std::string> ||
-                           std::is_enum_v<T> || is_number_type<T>::value;
+constexpr bool is_leaf_v =
+    std::is_same_v<T, Tensor> || std::is_arithmetic_v<T> || is_complex_number<T>::value ||
+    std::is_same_v<T, std::string> || std::is_enum_v<T> || is_number_type<T>::value;
 }  // namespace detail
 
 // The one lockstep traversal: calls fn(x_leaf, y_leaf...) for each leaf of x (a tensor, number,
@@ -136,9 +151,12 @@ void zip_leaves(Fn&& fn, T& x, Ts&... ys) {
 // zip_leaves with only the tensor leaves of x passed on: fn(x_tensor, y_leaf...).
 template <class Fn, class T, class... Ts>
 void zip_tensors(Fn&& fn, T& x, Ts&... ys) {
-  zip_leaves([&fn](auto& leaf, auto&... others) {
-    if constexpr (std::is_same_v<std::remove_cvref_t<decltype(leaf)>, Tensor>) fn(leaf, others...);
-  }, x, ys...);
+  zip_leaves(
+      [&fn](auto& leaf, auto&... others) {
+        if constexpr (std::is_same_v<std::remove_cvref_t<decltype(leaf)>, Tensor>)
+          fn(leaf, others...);
+      },
+      x, ys...);
 }
 
 template <class T, class Fn>
@@ -156,7 +174,8 @@ inline std::string join_path(const std::string& prefix, std::string_view part) {
 }
 template <class U, class Fn, class TX, size_t... I>
 void named_fields(TX& tx, Fn& fn, const std::string& prefix, std::index_sequence<I...>) {
-  (for_each_named_tensor(std::get<I>(tx), fn, join_path(prefix, field_name(U::fx_field_names(), I))),
+  (for_each_named_tensor(std::get<I>(tx), fn,
+                         join_path(prefix, field_name(U::fx_field_names(), I))),
    ...);
 }
 template <class Fn, class TX, size_t... I>
@@ -172,7 +191,8 @@ void for_each_named_tensor(T& x, Fn&& fn, const std::string& prefix) {
     fn(prefix, x);
   } else if constexpr (HasFields<U>) {
     auto tx = x.fx_fields();
-    detail::named_fields<U>(tx, fn, prefix, std::make_index_sequence<std::tuple_size_v<decltype(tx)>>{});
+    detail::named_fields<U>(tx, fn, prefix,
+                            std::make_index_sequence<std::tuple_size_v<decltype(tx)>>{});
   } else if constexpr (detail::is_vector<U>::value || detail::is_std_array<U>::value) {
     for (size_t i = 0; i < x.size(); ++i)
       for_each_named_tensor(x[i], fn, detail::join_path(prefix, std::to_string(i)));
@@ -211,16 +231,17 @@ void for_each_named_tensor(T& x, Fn&& fn, const std::string& prefix) {
 //
 // Fields that are state, not parameters: walked by for_each_leaf and for_each_state_tensor (and
 // their named forms), skipped by fx_fields() and so by gradients, optimisers and trainables.
-#define FX_STATE(...)                                                             \
-  auto fx_state() { return std::tie(__VA_ARGS__); }                               \
-  auto fx_state() const { return std::tie(__VA_ARGS__); }                         \
+#define FX_STATE(...)                                     \
+  auto fx_state() { return std::tie(__VA_ARGS__); }       \
+  auto fx_state() const { return std::tie(__VA_ARGS__); } \
   static constexpr std::string_view fx_state_names() { return #__VA_ARGS__; }
 
 namespace fx {
 
-
 template <class T>
-concept HasState = requires(T& t) { t.fx_state(); };
+concept HasState = requires(T& t) {
+  t.fx_state();
+};
 
 namespace detail {
 // Which leaves a full walk reports: every tensor, only those under some FX_STATE, or the

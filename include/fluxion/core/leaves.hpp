@@ -30,11 +30,13 @@ namespace detail {
 // [](const Tensor& x) { return x * x; }, Dense(...))`). A lambda is empty, or (capturing) not
 // copy-assignable, unlike a user's struct that forgot FX_FIELDS.
 template <class T>
-constexpr bool is_function_layer =
-    std::is_pointer_v<T> || std::is_function_v<T> || std::is_empty_v<T> ||
-    (std::is_class_v<T> && !std::is_aggregate_v<T> && !std::is_copy_assignable_v<T>);
+constexpr bool is_function_layer = std::is_pointer_v<T> || std::is_function_v<T> ||
+                                   std::is_empty_v<T> ||
+                                   (std::is_class_v<T> && !std::is_aggregate_v<T> &&
+                                    !std::is_copy_assignable_v<T>);
 
-template <class T> struct traversable;
+template <class T>
+struct traversable;
 template <class... Ts>
 constexpr bool all_traversable(std::tuple<Ts...>*) {
   return (traversable<std::remove_cvref_t<Ts>>::value && ...);
@@ -53,15 +55,14 @@ struct traversable {
       return traversable<std::remove_cvref_t<typename T::value_type>>::value;
     else if constexpr (is_map<T>::value)
       return traversable<std::remove_cvref_t<typename T::mapped_type>>::value;
-    else if constexpr (is_tuple_like<T>::value)
-      return all_traversable(static_cast<T*>(nullptr));
+    else if constexpr (is_tuple_like<T>::value) return all_traversable(static_cast<T*>(nullptr));
     else return is_function_layer<T>;
   }();
 };
 template <class A, class B>
 struct traversable<std::pair<A, B>> {
-  static constexpr bool value = traversable<std::remove_cvref_t<A>>::value &&
-                                traversable<std::remove_cvref_t<B>>::value;
+  static constexpr bool value =
+      traversable<std::remove_cvref_t<A>>::value && traversable<std::remove_cvref_t<B>>::value;
 };
 
 // A string literal as a template argument (the name of the operation in an error message).

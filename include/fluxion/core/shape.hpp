@@ -82,8 +82,8 @@ inline std::ostream& operator<<(std::ostream& os, const Shape& s) { return os <<
 
 // Normalises a possibly negative axis against `ndim`, naming `op` when it is out of range.
 inline int normalize_axis(int64_t axis, int ndim, const char* op) {
-  FX_CHECK(axis >= -ndim && axis < std::max(ndim, 1), op, ": axis ", axis,
-           " is out of range for ", ndim, " dimensions");
+  FX_CHECK(axis >= -ndim && axis < std::max(ndim, 1), op, ": axis ", axis, " is out of range for ",
+           ndim, " dimensions");
   return static_cast<int>(axis < 0 ? axis + ndim : axis);
 }
 

@@ -90,6 +90,6 @@ struct AllocatorStats {
 AllocatorStats allocator_stats();
 void reset_peak_bytes();  // peak_bytes = live_bytes (measure the peak of one computation)
 bool allocator_caches();  // false in sanitizer builds, where every buffer goes to malloc/free
-void empty_cache();  // returns every cached buffer of this thread to the system
+void empty_cache();       // returns every cached buffer of this thread to the system
 
 }  // namespace fx

@@ -119,14 +119,17 @@ class Tensor {
     return static_cast<T*>(p_->storage->data) + p_->offset;
   }
   void* raw_data() const {
-    if (!p_->storage->data) [[unlikely]] check_has_data("fx::Tensor::raw_data");
+    if (!p_->storage->data) [[unlikely]]
+      check_has_data("fx::Tensor::raw_data");
     return static_cast<char*>(p_->storage->data) + p_->offset * int64_t(itemsize(p_->dtype));
   }
 
   // The single element of a one-element tensor, converted to double (or T).
   double item() const;
   template <class T>
-  T item() const { return static_cast<T>(item()); }
+  T item() const {
+    return static_cast<T>(item());
+  }
   // The single element of a one-element tensor of any dtype, as a complex number.
   std::complex<double> item_complex() const;
 
@@ -134,7 +137,7 @@ class Tensor {
   Tensor contiguous() const;
   Tensor reshape(const Shape& s) const;
   Tensor reshape(std::initializer_list<int64_t> dims) const;  // one dim may be -1
-  Tensor t() const;  // transpose of the last two dims
+  Tensor t() const;                                           // transpose of the last two dims
   Tensor astype(DType t) const;
   Tensor clone() const;  // a contiguous copy that owns its storage
 
@@ -163,10 +166,12 @@ class Tensor {
 
  private:
   void check_dtype(DType want) const;
+
  public:
   // Throws fx::Error, naming `op`, when this tensor holds no data (the meta device; inside
   // fx::trace, every value computed from the traced arguments).
   void check_has_data(const char* op) const;
+
  private:
   TensorImpl* p_ = nullptr;
 };

@@ -45,9 +45,9 @@
 namespace fx::data {
 
 struct GmmInput {
-  int d = 0;  // dimension of the points
-  int k = 0;  // mixture components
-  int n = 0;  // points
+  int d = 0;                   // dimension of the points
+  int k = 0;                   // mixture components
+  int n = 0;                   // points
   std::vector<double> alphas;  // k: component log-weights (before normalisation)
   std::vector<double> means;   // k × d, row-major
   std::vector<double> icf;     // k × d(d+1)/2: d logs of Q's diagonal, then the strictly-lower
@@ -65,14 +65,14 @@ GmmInput read_gmm(const std::string& path);
 struct BaInput {
   static constexpr int kCamParams = 11;  // rotation (Rodrigues, 3), centre (3), focal (1),
                                          // principal point (2), radial distortion (2)
-  int n = 0;  // cameras
-  int m = 0;  // points
-  int p = 0;  // observations
-  std::vector<double> cams;   // n × 11, row-major
-  std::vector<double> X;      // m × 3
-  std::vector<double> w;      // p weights
-  std::vector<double> feats;  // p × 2 observed image positions
-  std::vector<int> obs;       // p × 2: (camera index, point index) of each observation
+  int n = 0;                             // cameras
+  int m = 0;                             // points
+  int p = 0;                             // observations
+  std::vector<double> cams;              // n × 11, row-major
+  std::vector<double> X;                 // m × 3
+  std::vector<double> w;                 // p weights
+  std::vector<double> feats;             // p × 2 observed image positions
+  std::vector<int> obs;                  // p × 2: (camera index, point index) of each observation
 };
 
 BaInput read_ba(const std::string& path);

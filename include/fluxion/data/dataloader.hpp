@@ -51,7 +51,10 @@ class DataLoader {
     using difference_type = std::ptrdiff_t;
     Iterator() = default;
     Batch operator*() const { return loader_->batch(i_); }
-    Iterator& operator++() { ++i_; return *this; }
+    Iterator& operator++() {
+      ++i_;
+      return *this;
+    }
     void operator++(int) { ++i_; }
     bool operator==(const Iterator& o) const { return i_ == o.i_; }
 
@@ -68,8 +71,8 @@ class DataLoader {
 
   int64_t size() const;  // batches per epoch
   int64_t num_samples() const { return n_; }
-  int64_t epoch() const { return epoch_; }      // epochs started by begin() so far
-  void set_epoch(int64_t e) { epoch_ = e; }     // the next begin() starts epoch e (resuming)
+  int64_t epoch() const { return epoch_; }   // epochs started by begin() so far
+  void set_epoch(int64_t e) { epoch_ = e; }  // the next begin() starts epoch e (resuming)
   const LoaderOptions& options() const { return opt_; }
   // Batch i of the current epoch; sample order of the current epoch (identity unless shuffled).
   Batch batch(int64_t i) const;

@@ -21,7 +21,14 @@
 namespace fx::data {
 
 // Element type codes of the IDX format (the third header byte).
-enum class IdxType : uint8_t { u8 = 0x08, i8 = 0x09, i16 = 0x0B, i32 = 0x0C, f32 = 0x0D, f64 = 0x0E };
+enum class IdxType : uint8_t {
+  u8 = 0x08,
+  i8 = 0x09,
+  i16 = 0x0B,
+  i32 = 0x0C,
+  f32 = 0x0D,
+  f64 = 0x0E
+};
 
 Tensor read_idx(const std::string& path, DType dtype = f32);
 

@@ -55,9 +55,8 @@ int64_t counter_value(const Tensor& t);  // its value back
 template <class M>
 TensorMap named_tensors(const M& model) {
   TensorMap out;
-  for_each_saved_tensor(model, [&](const std::string& name, const Tensor& t) {
-    out.emplace(name, t);
-  });
+  for_each_saved_tensor(model,
+                        [&](const std::string& name, const Tensor& t) { out.emplace(name, t); });
   for_each_named_counter(model, [&](const std::string& name, const auto& c) {
     out.emplace(name, counter_tensor(int64_t(c)));
   });

@@ -52,9 +52,11 @@ int64_t parameter_count(const M& model) {
 template <class F, class M, class... Ms>
 M fmap(F&& f, const M& x, const Ms&... ys) {
   M out = x;
-  zip_tensors([&](Tensor& t, const auto&... u) {
-    if (t.defined()) t = f(t, u...);
-  }, out, ys...);
+  zip_tensors(
+      [&](Tensor& t, const auto&... u) {
+        if (t.defined()) t = f(t, u...);
+      },
+      out, ys...);
   return out;
 }
 

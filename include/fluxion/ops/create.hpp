@@ -49,9 +49,9 @@ class Generator {
  public:
   explicit Generator(uint64_t seed = 0x5eed) { reseed(seed); }
   void reseed(uint64_t seed);
-  uint64_t next();         // 64 random bits
-  double uniform();        // [0, 1)
-  double normal();         // standard normal
+  uint64_t next();             // 64 random bits
+  double uniform();            // [0, 1)
+  double normal();             // standard normal
   uint64_t below(uint64_t n);  // uniform integer in [0, n)
 
   // The stream's whole position (xoshiro words, then the Box-Muller spare flag and its bits), so

@@ -24,7 +24,11 @@ template <class M>
   requires(!std::is_same_v<std::decay_t<M>, Tensor>)
 M to(const M& model, Device device) {
   M out = model;
-  zip_tensors([&](Tensor& t) { if (t.defined()) t = to(t, device); }, out);
+  zip_tensors(
+      [&](Tensor& t) {
+        if (t.defined()) t = to(t, device);
+      },
+      out);
   return out;
 }
 

@@ -30,12 +30,14 @@
 namespace fx::elem {
 
 // The table: FX_ELEMENTWISE_UNARY(X) calls X(name) for each op name_op below.
-#define FX_ELEMENTWISE_UNARY(X)                                                                   \
-  X(exp) X(log) X(log1p) X(sin) X(cos) X(tanh) X(sigmoid) X(sqrt) X(expm1) X(exp2) X(log2)     \
-  X(log10) X(tan) X(asin) X(acos) X(atan) X(sinh) X(cosh) X(asinh) X(acosh) X(atanh) X(erf)    \
+// clang-format off
+#define FX_ELEMENTWISE_UNARY(X)                                                              \
+  X(exp) X(log) X(log1p) X(sin) X(cos) X(tanh) X(sigmoid) X(sqrt) X(expm1) X(exp2) X(log2)   \
+  X(log10) X(tan) X(asin) X(acos) X(atan) X(sinh) X(cosh) X(asinh) X(acosh) X(atanh) X(erf) \
   X(erfc) X(erfinv) X(lgamma) X(digamma) X(trigamma) X(tetragamma)
 // Binary functions of two floating tensors (broadcasting), from name_op's value, da and db.
 #define FX_ELEMENTWISE_BINARY(X) X(atan2) X(hypot) X(copysign)
+// clang-format on
 
 enum class Reads { input, output };  // what `derivative` reads: x or y = f(x)
 enum class Domain {
@@ -139,7 +141,7 @@ inline double polygamma(int n, double x) {
       default: return 2 * p2 * p2 * csc2 * (2 * cot * cot + csc2) - polygamma(3, 1 - x);
     }
   }
-  static constexpr double bernoulli[8] = {1.0 / 6,  -1.0 / 30,      1.0 / 42, -1.0 / 30,
+  static constexpr double bernoulli[8] = {1.0 / 6,  -1.0 / 30,     1.0 / 42, -1.0 / 30,
                                           5.0 / 66, -691.0 / 2730, 7.0 / 6,  -3617.0 / 510};
   double nfact = 1;
   for (int k = 2; k <= n; ++k) nfact *= k;
@@ -163,37 +165,25 @@ inline double polygamma(int n, double x) {
 }  // namespace detail
 
 template <class T>
-  requires std::is_floating_point_v<T>
-T erfinv(T x) {
-  return T(detail::erfinv(double(x)));
-}
+  requires std::is_floating_point_v<T> T erfinv(T x) { return T(detail::erfinv(double(x))); }
 template <class T>
-  requires std::is_floating_point_v<T>
-T digamma(T x) {
-  return T(detail::polygamma(0, double(x)));
-}
+  requires std::is_floating_point_v<T> T digamma(T x) { return T(detail::polygamma(0, double(x))); }
 template <class T>
-  requires std::is_floating_point_v<T>
-T trigamma(T x) {
-  return T(detail::polygamma(1, double(x)));
-}
+  requires std::is_floating_point_v<T> T trigamma(T x) {
+    return T(detail::polygamma(1, double(x)));
+  }
 template <class T>
-  requires std::is_floating_point_v<T>
-T sigmoid(T x) {
-  return T(1) / (T(1) + std::exp(-x));
-}
+  requires std::is_floating_point_v<T> T sigmoid(T x) { return T(1) / (T(1) + std::exp(-x)); }
 template <class T>
-  requires std::is_floating_point_v<T>
-T tetragamma(T x) {
-  return T(detail::polygamma(2, double(x)));
-}
+  requires std::is_floating_point_v<T> T tetragamma(T x) {
+    return T(detail::polygamma(2, double(x)));
+  }
 // tetragamma's derivative for numbers. Tensors have no pentagamma op: tetragamma_op says so
 // (tensor_order = 0), and differentiating it on tensors is an fx::Error.
 template <class T>
-  requires std::is_floating_point_v<T>
-T pentagamma(T x) {
-  return T(detail::polygamma(3, double(x)));
-}
+  requires std::is_floating_point_v<T> T pentagamma(T x) {
+    return T(detail::polygamma(3, double(x)));
+  }
 
 using std::acos, std::acosh, std::asin, std::asinh, std::atan, std::atanh, std::cos, std::cosh,
     std::erf, std::erfc, std::exp, std::exp2, std::expm1, std::lgamma, std::log, std::log10,
@@ -201,12 +191,16 @@ using std::acos, std::acosh, std::asin, std::asinh, std::atan, std::atanh, std::
     std::hypot, std::copysign;
 
 // ---- the unary ops. lo, hi: the range the test rows draw arguments from (smooth there).
-#define FX_ELEM_VALUE(expr) \
-  template <class T>        \
-  static T value(const T& x) { return expr; }
-#define FX_ELEM_DERIVATIVE(expr) \
-  template <class T>             \
-  static T derivative([[maybe_unused]] const T& x, [[maybe_unused]] const T& y) { return expr; }
+#define FX_ELEM_VALUE(expr)    \
+  template <class T>           \
+  static T value(const T& x) { \
+    return expr;               \
+  }
+#define FX_ELEM_DERIVATIVE(expr)                                                  \
+  template <class T>                                                              \
+  static T derivative([[maybe_unused]] const T& x, [[maybe_unused]] const T& y) { \
+    return expr;                                                                  \
+  }
 
 // The first eight are holomorphic and also take complex tensors.
 struct exp_op {
@@ -256,7 +250,7 @@ struct sigmoid_op {
   static constexpr Reads reads = Reads::output;
   static constexpr double lo = -5, hi = 5;
   FX_ELEM_VALUE(num<T>(1) / (num<T>(1) + exp(-x)))
-  FX_ELEM_DERIVATIVE(y * (num<T>(1) - y))
+  FX_ELEM_DERIVATIVE(y*(num<T>(1) - y))
 };
 struct sqrt_op {
   static constexpr Domain domain = Domain::inexact;
@@ -278,7 +272,7 @@ struct exp2_op {
   static constexpr Reads reads = Reads::output;
   static constexpr double lo = -3, hi = 3;
   FX_ELEM_VALUE(exp2(x))
-  FX_ELEM_DERIVATIVE(y * num<T>(0.6931471805599453))  // ln 2
+  FX_ELEM_DERIVATIVE(y* num<T>(0.6931471805599453))  // ln 2
 };
 struct log2_op {
   static constexpr Domain domain = Domain::floating;
@@ -299,7 +293,7 @@ struct tan_op {
   static constexpr Reads reads = Reads::output;
   static constexpr double lo = -1.2, hi = 1.2;
   FX_ELEM_VALUE(tan(x))
-  FX_ELEM_DERIVATIVE(y * y + num<T>(1))
+  FX_ELEM_DERIVATIVE(y* y + num<T>(1))
 };
 struct asin_op {
   static constexpr Domain domain = Domain::floating;
@@ -421,27 +415,43 @@ struct tetragamma_op {
 struct atan2_op {  // atan2(a, b): the angle of the point (b, a)
   static constexpr double lo = -2, hi = 2;
   template <class T>
-  static T value(const T& a, const T& b) { return atan2(a, b); }
+  static T value(const T& a, const T& b) {
+    return atan2(a, b);
+  }
   template <class T>
-  static T da(const T& a, const T& b, const T&) { return b / (a * a + b * b); }
+  static T da(const T& a, const T& b, const T&) {
+    return b / (a * a + b * b);
+  }
   template <class T>
-  static T db(const T& a, const T& b, const T&) { return -a / (a * a + b * b); }
+  static T db(const T& a, const T& b, const T&) {
+    return -a / (a * a + b * b);
+  }
 };
 struct hypot_op {  // sqrt(a^2 + b^2); partials taken as 0 at the origin
   static constexpr double lo = -2, hi = 2;
   template <class T>
-  static T value(const T& a, const T& b) { return hypot(a, b); }
+  static T value(const T& a, const T& b) {
+    return hypot(a, b);
+  }
   template <class T>
-  static T da(const T& a, const T&, const T& y) { return where(y == 0, 0.0, a / y); }
+  static T da(const T& a, const T&, const T& y) {
+    return where(y == 0, 0.0, a / y);
+  }
   template <class T>
-  static T db(const T&, const T& b, const T& y) { return where(y == 0, 0.0, b / y); }
+  static T db(const T&, const T& b, const T& y) {
+    return where(y == 0, 0.0, b / y);
+  }
 };
 struct copysign_op {  // |a| with the sign of b: partial sign(a) sign(y), taken as 0 at a = 0
   static constexpr double lo = -2, hi = 2;
   template <class T>
-  static T value(const T& a, const T& b) { return copysign(a, b); }
+  static T value(const T& a, const T& b) {
+    return copysign(a, b);
+  }
   template <class T>
-  static T da(const T& a, const T&, const T& y) { return sign(a) * sign(y); }
+  static T da(const T& a, const T&, const T& y) {
+    return sign(a) * sign(y);
+  }
 };
 
 // How many times an op differentiates on tensors: without end (2 is what the test rows check)
@@ -457,7 +467,9 @@ inline constexpr bool tensor_derivative = tensor_order<Op> > 0;
 
 // Whether a binary op has a partial in b, and that partial (0 for ops without one).
 template <class Op>
-inline constexpr bool has_db = requires(double v) { Op::db(v, v, v); };
+inline constexpr bool has_db = requires(double v) {
+  Op::db(v, v, v);
+};
 template <class Op, class T>
 T partial_b(const T& a, const T& b, const T& y) {
   if constexpr (has_db<Op>) return Op::db(a, b, y);

@@ -29,11 +29,11 @@ namespace fx {
 // Parameters of one application of a primitive: the forward reads them, the tape copies them,
 // the pullback reads them back. Plain data so recording costs a copy, never an allocation.
 struct Params {
-  int64_t i[4] = {0, 0, 0, 0};   // axes masks, dims, flags: meaning is per primitive
-  double s = 0;                  // a scalar operand
-  Shape shape;                   // a shape the op or its pullback needs (target, or input shape)
-  std::span<const int64_t> list; // variable-length ints (concat sizes); copied into the tape
-  DType dtype = DType::f32;      // a dtype the op or its pullback needs
+  int64_t i[4] = {0, 0, 0, 0};    // axes masks, dims, flags: meaning is per primitive
+  double s = 0;                   // a scalar operand
+  Shape shape;                    // a shape the op or its pullback needs (target, or input shape)
+  std::span<const int64_t> list;  // variable-length ints (concat sizes); copied into the tape
+  DType dtype = DType::f32;       // a dtype the op or its pullback needs
 };
 
 class PullbackArgs;
@@ -176,9 +176,11 @@ Tensor untagged_view(const Tensor& x);
 // Applies a primitive: forward, then record when a differentiation is watching. Anomaly mode
 // costs one predictable branch here when it is off.
 inline Tensor bind(const Primitive& p, std::span<const Tensor> in, const Params& params = {}) {
-  if (detail::tracing_depth != 0) [[unlikely]] return detail::bind_traced(p, in, params);
+  if (detail::tracing_depth != 0) [[unlikely]]
+    return detail::bind_traced(p, in, params);
   Tensor out = p.forward(p, in, params);
-  if (detail::anomaly_checks) [[unlikely]] detail::check_forward_anomaly(p, in, out);
+  if (detail::anomaly_checks) [[unlikely]]
+    detail::check_forward_anomaly(p, in, out);
   if (detail::recording_depth != 0 && p.pullback) detail::record(p, in, out, params);
   return out;
 }

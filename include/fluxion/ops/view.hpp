@@ -16,7 +16,7 @@ namespace fx {
 
 Tensor reshape(const Tensor& x, const Shape& shape);
 Tensor reshape(const Tensor& x, std::initializer_list<int64_t> dims);  // one dim may be -1
-Tensor flatten(const Tensor& x, int64_t start_axis = 1);  // (N, ...) -> (N, prod)
+Tensor flatten(const Tensor& x, int64_t start_axis = 1);               // (N, ...) -> (N, prod)
 Tensor permute(const Tensor& x, std::initializer_list<int64_t> axes);
 Tensor permute(const Tensor& x, const Shape& axes);
 Tensor transpose(const Tensor& x, int64_t a = -2, int64_t b = -1);

@@ -108,8 +108,7 @@ void adjust(OptimiserState<R>& s, double lr, std::string_view subtree = "") {
 template <class S, class Fn>
   requires requires(S& s) { s.rules.size(); }
 void for_each_learning_rate(S& s, Fn&& fn) {
-  auto on_rule = [&]<class Q>(Q& q)
-    requires requires { q.lr + 0.0; }
+  auto on_rule = [&]<class Q>(Q & q) requires requires { q.lr + 0.0; }
   { fn(q.lr); };
   for (auto& rule : s.rules) detail::visit_rules(rule, on_rule);
 }
@@ -119,7 +118,8 @@ void for_each_learning_rate(S& s, Fn&& fn) {
 template <class R, class Q, class V>
 void adjust(OptimiserState<R>& s, V Q::*field, std::type_identity_t<V> value,
             std::string_view subtree = "") {
-  adjust(s, [&](Q& q) { q.*field = value; }, subtree);
+  adjust(
+      s, [&](Q& q) { q.*field = value; }, subtree);
 }
 
 }  // namespace fx::optim

@@ -40,14 +40,22 @@ struct NamedRule {
 // Every parameter-writing rule of fluxion/optim/rules.hpp (the gradient transforms are chained
 // in code, not named alone).
 inline constexpr std::tuple kNamedRules{
-    NamedRule<Descent>{"descent"},   NamedRule<Momentum>{"momentum"},
-    NamedRule<Nesterov>{"nesterov"}, NamedRule<RMSProp>{"rmsprop"},
-    NamedRule<Rprop>{"rprop"},       NamedRule<Adam>{"adam"},
-    NamedRule<RAdam>{"radam"},       NamedRule<AdaMax>{"adamax"},
-    NamedRule<OAdam>{"oadam"},       NamedRule<AdaGrad>{"adagrad"},
-    NamedRule<AdaDelta>{"adadelta"}, NamedRule<AMSGrad>{"amsgrad"},
-    NamedRule<NAdam>{"nadam"},       NamedRule<AdamW>{"adamw"},
-    NamedRule<AdaBelief>{"adabelief"}, NamedRule<Lion>{"lion"},
+    NamedRule<Descent>{"descent"},
+    NamedRule<Momentum>{"momentum"},
+    NamedRule<Nesterov>{"nesterov"},
+    NamedRule<RMSProp>{"rmsprop"},
+    NamedRule<Rprop>{"rprop"},
+    NamedRule<Adam>{"adam"},
+    NamedRule<RAdam>{"radam"},
+    NamedRule<AdaMax>{"adamax"},
+    NamedRule<OAdam>{"oadam"},
+    NamedRule<AdaGrad>{"adagrad"},
+    NamedRule<AdaDelta>{"adadelta"},
+    NamedRule<AMSGrad>{"amsgrad"},
+    NamedRule<NAdam>{"nadam"},
+    NamedRule<AdamW>{"adamw"},
+    NamedRule<AdaBelief>{"adabelief"},
+    NamedRule<Lion>{"lion"},
     NamedRule<NAdam>{"nadam_pytorch", NAdam{.variant = Variant::pytorch}},
     NamedRule<AMSGrad>{"amsgrad_pytorch", AMSGrad{.variant = Variant::pytorch}}};
 }  // namespace detail
@@ -55,8 +63,9 @@ inline constexpr std::tuple kNamedRules{
 // The known names, comma-separated, in the order of fluxion/optim/rules.hpp, then the variants.
 inline std::string rule_names() {
   std::string out;
-  std::apply([&](const auto&... r) { ((out += (out.empty() ? "" : ", ") + std::string(r.name)), ...); },
-             detail::kNamedRules);
+  std::apply(
+      [&](const auto&... r) { ((out += (out.empty() ? "" : ", ") + std::string(r.name)), ...); },
+      detail::kNamedRules);
   return out;
 }
 
@@ -65,8 +74,8 @@ template <class Fn>
 void with_rule_named(std::string_view name, Fn&& fn) {
   const bool found = std::apply(
       [&](const auto&... r) {
-        return ((r.name == name && (fn(typename std::remove_cvref_t<decltype(r)>::type(r.rule)),
-                                    true)) ||
+        return ((r.name == name &&
+                 (fn(typename std::remove_cvref_t<decltype(r)>::type(r.rule)), true)) ||
                 ...);
       },
       detail::kNamedRules);

@@ -31,15 +31,17 @@ template <class M>
 class Restructure {
  public:
   Restructure(M model, std::vector<Shape> shapes, std::vector<DType> dtypes, int64_t length)
-      : model_(std::move(model)), shapes_(std::move(shapes)), dtypes_(std::move(dtypes)),
+      : model_(std::move(model)),
+        shapes_(std::move(shapes)),
+        dtypes_(std::move(dtypes)),
         length_(length) {}
 
   M operator()(const Tensor& flat) const {
-    FX_CHECK(flat.defined() && flat.ndim() == 1 && flat.numel() == length_ &&
-                 is_floating(flat.dtype()),
-             "fx::optim::destructure: rebuild needs a floating (", length_, ",) vector, got ",
-             flat.defined() ? std::string(dtype_name(flat.dtype())) + " " + flat.shape().to_string()
-                            : std::string("undefined"));
+    FX_CHECK(
+        flat.defined() && flat.ndim() == 1 && flat.numel() == length_ && is_floating(flat.dtype()),
+        "fx::optim::destructure: rebuild needs a floating (", length_, ",) vector, got ",
+        flat.defined() ? std::string(dtype_name(flat.dtype())) + " " + flat.shape().to_string()
+                       : std::string("undefined"));
     M out = model_;
     size_t k = 0;
     int64_t offset = 0;

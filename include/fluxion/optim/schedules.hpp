@@ -121,12 +121,12 @@ class Schedule {
  public:
   template <class F>
     requires std::is_invocable_r_v<double, const F&, int64_t> &&
-             (!std::is_same_v<std::remove_cvref_t<F>, Schedule>)
-  Schedule(F f) : f_(std::move(f)) {}  // NOLINT: implicit, so any schedule converts
-  double operator()(int64_t t) const { return f_(t); }
+        (!std::is_same_v<std::remove_cvref_t<F>, Schedule>)Schedule(F f)
+        : f_(std::move(f)) {}  // NOLINT: implicit, so any schedule converts
+    double operator()(int64_t t) const { return f_(t); }
 
- private:
-  std::function<double(int64_t)> f_;
+   private:
+    std::function<double(int64_t)> f_;
 };
 
 // Schedules one after another: each part runs for its steps, counting its own steps from 0; the

@@ -29,8 +29,8 @@
 namespace fx::optim {
 
 template <class R>
-concept GradientTransform = Rule<R> && requires(const R& r, rule_state_t<R>& s, const Tensor& p,
-                                                const Tensor& g) {
+concept GradientTransform = Rule<R> &&
+    requires(const R& r, rule_state_t<R>& s, const Tensor& p, const Tensor& g) {
   { r.transform(s, p, g) } -> std::same_as<Tensor>;
 };
 
@@ -124,13 +124,10 @@ struct OptimiserChain {
   State init(const Tensor& p) const {
     return std::apply([&](const auto&... r) { return State{{r.init(p)...}}; }, rules);
   }
-  void apply(State& s, const Tensor& param, const Tensor& grad) const {
-    step<0>(s, param, grad);
-  }
+  void apply(State& s, const Tensor& param, const Tensor& grad) const { step<0>(s, param, grad); }
   // A chain of transforms is itself a transform (it can be nested in another chain).
   Tensor transform(State& s, const Tensor& param, const Tensor& grad) const
-    requires(GradientTransform<Rs> && ...)
-  {
+      requires(GradientTransform<Rs>&&...) {
     Tensor g = grad;
     transform_from<0>(s, param, g);
     return g;

@@ -56,9 +56,9 @@ using rule_state_t =
 
 template <class R>
 concept Rule = std::copy_constructible<R> &&
-               requires(const R& r, rule_state_t<R>& s, const Tensor& p, const Tensor& g) {
-                 r.apply(s, p, g);
-               };
+    requires(const R& r, rule_state_t<R>& s, const Tensor& p, const Tensor& g) {
+  r.apply(s, p, g);
+};
 
 // The optimiser state of a model: for each trainable leaf, in the order fx::for_each_tensor
 // visits them, its rule's state, its own copy of the rule (fx::optim::adjust may change one
@@ -95,21 +95,24 @@ namespace detail {
 template <class R, class M, class G>
 void check_structure(const OptimiserState<R>& s, const M& model, const G& grad) {
   size_t k = 0;
-  zip_tensors([&](const Tensor& p, const Tensor& g) {
-    if (!p.defined()) {
-      FX_CHECK(!g.defined(), "fx::optim::update: gradient ", g.shape(),
-               " given for an undefined parameter (leaf after trainable #", k, ")");
-      return;
-    }
-    if (!nn::is_trainable(p)) return;  // integer state: its gradient is a zero, never applied
-    FX_CHECK(k < s.shapes.size(), "fx::optim::update: the model has more trainable leaves than ",
-             "the ", s.shapes.size(), " it had at setup");
-    FX_CHECK(p.shape() == s.shapes[k], "fx::optim::update: parameter ", s.paths[k], " is ",
-             p.shape(), " but was ", s.shapes[k], " at setup");
-    FX_CHECK(!g.defined() || g.shape() == p.shape(), "fx::optim::update: gradient ", g.shape(),
-             " does not match parameter ", s.paths[k], " ", p.shape());
-    ++k;
-  }, model, grad);
+  zip_tensors(
+      [&](const Tensor& p, const Tensor& g) {
+        if (!p.defined()) {
+          FX_CHECK(!g.defined(), "fx::optim::update: gradient ", g.shape(),
+                   " given for an undefined parameter (leaf after trainable #", k, ")");
+          return;
+        }
+        if (!nn::is_trainable(p)) return;  // integer state: its gradient is a zero, never applied
+        FX_CHECK(k < s.shapes.size(),
+                 "fx::optim::update: the model has more trainable leaves than ", "the ",
+                 s.shapes.size(), " it had at setup");
+        FX_CHECK(p.shape() == s.shapes[k], "fx::optim::update: parameter ", s.paths[k], " is ",
+                 p.shape(), " but was ", s.shapes[k], " at setup");
+        FX_CHECK(!g.defined() || g.shape() == p.shape(), "fx::optim::update: gradient ", g.shape(),
+                 " does not match parameter ", s.paths[k], " ", p.shape());
+        ++k;
+      },
+      model, grad);
   FX_CHECK(k == s.shapes.size(), "fx::optim::update: the model has ", k,
            " trainable leaves, but the optimiser was set up for ", s.shapes.size());
 }
@@ -132,9 +135,11 @@ void update(OptimiserState<R>& s, M& model, const G& grad) {
   detail::check_structure(s, std::as_const(model), grad);
   std::vector<std::pair<Tensor*, const Tensor*>> leaves;
   leaves.reserve(s.leaves.size());
-  zip_tensors([&](Tensor& p, const Tensor& g) {
-    if (nn::is_trainable(p)) leaves.emplace_back(&p, &g);
-  }, model, grad);
+  zip_tensors(
+      [&](Tensor& p, const Tensor& g) {
+        if (nn::is_trainable(p)) leaves.emplace_back(&p, &g);
+      },
+      model, grad);
   auto apply_all = [&] {
     for (size_t k = leaves.size(); k-- > 0;)
       if (leaves[k].second->defined() && !s.frozen[k])

@@ -27,18 +27,20 @@ class Flattener {
   // The layout of x, and the dtype an empty structure (no tensor leaves) flattens to.
   explicit Flattener(const T& x, DType empty_dtype = f64) : skeleton_(x), dtype_(empty_dtype) {
     bool first = true;
-    zip_tensors([&](Tensor& t) {
-      defined_.push_back(t.defined());
-      if (t.defined()) {
-        if (first) dtype_ = t.dtype();
-        first = false;
-        FX_CHECK(t.dtype() == dtype_, "fx::sci::flatten: leaves of dtypes ", dtype_name(dtype_),
-                 " and ", dtype_name(t.dtype()), " cannot share one vector");
-        shapes_.push_back(t.shape());
-        size_ += t.numel();
-      }
-      t = Tensor();  // the skeleton holds no data: unflatten fills every leaf
-    }, skeleton_);
+    zip_tensors(
+        [&](Tensor& t) {
+          defined_.push_back(t.defined());
+          if (t.defined()) {
+            if (first) dtype_ = t.dtype();
+            first = false;
+            FX_CHECK(t.dtype() == dtype_, "fx::sci::flatten: leaves of dtypes ", dtype_name(dtype_),
+                     " and ", dtype_name(t.dtype()), " cannot share one vector");
+            shapes_.push_back(t.shape());
+            size_ += t.numel();
+          }
+          t = Tensor();  // the skeleton holds no data: unflatten fills every leaf
+        },
+        skeleton_);
   }
 
   int64_t size() const { return size_; }
@@ -49,14 +51,16 @@ class Flattener {
   Tensor flatten(const U& x) const {
     std::vector<Tensor> parts;
     size_t k = 0;
-    zip_tensors([&](const Tensor& t) {
-      if (!t.defined()) return;
-      FX_CHECK(k < shapes_.size() && t.shape() == shapes_[k], "fx::sci::flatten: leaf ", k,
-               " has shape ", t.shape(), ", the layout expects ",
-               k < shapes_.size() ? shapes_[k] : Shape{});
-      ++k;
-      parts.push_back(reshape(t, {-1}));
-    }, const_cast<U&>(x));  // zip_tensors walks mutable references; nothing is written
+    zip_tensors(
+        [&](const Tensor& t) {
+          if (!t.defined()) return;
+          FX_CHECK(k < shapes_.size() && t.shape() == shapes_[k], "fx::sci::flatten: leaf ", k,
+                   " has shape ", t.shape(), ", the layout expects ",
+                   k < shapes_.size() ? shapes_[k] : Shape{});
+          ++k;
+          parts.push_back(reshape(t, {-1}));
+        },
+        const_cast<U&>(x));  // zip_tensors walks mutable references; nothing is written
     FX_CHECK(k == shapes_.size(), "fx::sci::flatten: ", k, " leaves, the layout has ",
              shapes_.size());
     if (parts.empty()) return zeros({0}, dtype_);
@@ -66,18 +70,20 @@ class Flattener {
 
   // The structure with each leaf a reshaped slice of v (v: 1-d, size() elements).
   T unflatten(const Tensor& v) const {
-    FX_CHECK(v.ndim() == 1 && v.size(0) == size_, "fx::sci::unflatten: vector of shape ",
-             v.shape(), ", the layout holds ", size_, " elements");
+    FX_CHECK(v.ndim() == 1 && v.size(0) == size_, "fx::sci::unflatten: vector of shape ", v.shape(),
+             ", the layout holds ", size_, " elements");
     T x = skeleton_;
     size_t leaf = 0, k = 0;
     int64_t at = 0;
-    zip_tensors([&](Tensor& t) {
-      if (!defined_[leaf++]) return;
-      const Shape& s = shapes_[k++];
-      int64_t n = s.numel();
-      t = reshape(slice(v, 0, at, at + n), s);
-      at += n;
-    }, x);
+    zip_tensors(
+        [&](Tensor& t) {
+          if (!defined_[leaf++]) return;
+          const Shape& s = shapes_[k++];
+          int64_t n = s.numel();
+          t = reshape(slice(v, 0, at, at + n), s);
+          at += n;
+        },
+        x);
     return x;
   }
 

@@ -62,7 +62,7 @@ struct ODEOptions {
   double rtol = 1e-6;
   double atol = 1e-9;
   double dt = 0;  // fixed steps: the step (required); adaptive: the first trial step (0: auto)
-  bool adaptive = true;  // false: Tsit5/Dopri5 take fixed steps of dt too (RK4 always does)
+  bool adaptive = true;        // false: Tsit5/Dopri5 take fixed steps of dt too (RK4 always does)
   int64_t max_steps = 100000;  // accepted + rejected, per solve; more is an fx::Error
   Sensitivity sensitivity = Sensitivity::backprop;
   int64_t checkpoint_steps = 8;  // checkpoint: steps recorded together at the innermost level

@@ -54,9 +54,11 @@ inline DType check_dtype(DType t) { return is_complex(t) ? c128 : f64; }
 template <class T>
 T promote_f64(const T& x) {
   T y = x;
-  zip_tensors([](Tensor& t) {
-    if (t.defined() && is_inexact(t.dtype())) t = astype(t, check_dtype(t.dtype())).clone();
-  }, y);
+  zip_tensors(
+      [](Tensor& t) {
+        if (t.defined() && is_inexact(t.dtype())) t = astype(t, check_dtype(t.dtype())).clone();
+      },
+      y);
   return y;
 }
 
@@ -64,9 +66,11 @@ T promote_f64(const T& x) {
 template <class T>
 T random_like(const T& x, Generator& gen) {
   T y = x;
-  zip_tensors([&](Tensor& t) {
-    if (t.defined() && is_inexact(t.dtype())) t = randn(t.shape(), gen, check_dtype(t.dtype()));
-  }, y);
+  zip_tensors(
+      [&](Tensor& t) {
+        if (t.defined() && is_inexact(t.dtype())) t = randn(t.shape(), gen, check_dtype(t.dtype()));
+      },
+      y);
   return y;
 }
 
@@ -74,9 +78,11 @@ T random_like(const T& x, Generator& gen) {
 template <class T>
 T axpy(const T& x, double s, const T& v) {
   T y = x;
-  zip_tensors([&](Tensor& t, const Tensor& d) {
-    if (t.defined() && is_inexact(t.dtype())) t = t + d * s;
-  }, y, v);
+  zip_tensors(
+      [&](Tensor& t, const Tensor& d) {
+        if (t.defined() && is_inexact(t.dtype())) t = t + d * s;
+      },
+      y, v);
   return y;
 }
 
@@ -87,9 +93,11 @@ inline Tensor real_inner(const Tensor& a, const Tensor& b) { return real(sum(con
 template <class T>
 Tensor inner(const T& a, const T& b) {
   Tensor acc = scalar(0, f64);
-  zip_tensors([&](const Tensor& x, const Tensor& y) {
-    if (x.defined() && y.defined() && is_inexact(x.dtype())) acc = acc + real_inner(x, y);
-  }, a, b);
+  zip_tensors(
+      [&](const Tensor& x, const Tensor& y) {
+        if (x.defined() && y.defined() && is_inexact(x.dtype())) acc = acc + real_inner(x, y);
+      },
+      a, b);
   return acc;
 }
 
@@ -97,8 +105,9 @@ template <class F, class... Args>
 GradcheckResult check_first_order(F& f, const GradcheckOptions& o, Generator& gen,
                                   const Args&... xs) {
   auto [y, back] = pullback(f, xs...);
-  FX_CHECK(y.defined() && is_inexact(y.dtype()), "fx::testing::gradcheck: f must return a "
-                                                 "floating or complex tensor");
+  FX_CHECK(y.defined() && is_inexact(y.dtype()),
+           "fx::testing::gradcheck: f must return a "
+           "floating or complex tensor");
   Tensor u = randn(y.shape(), gen, check_dtype(y.dtype()));
   auto vs = std::make_tuple(random_like(xs, gen)...);
   auto gs = back(u);
@@ -108,7 +117,8 @@ GradcheckResult check_first_order(F& f, const GradcheckOptions& o, Generator& ge
   double analytic = 0;
   [&]<size_t... I>(std::index_sequence<I...>) {
     ((analytic += inner(std::get<I>(gt), std::get<I>(vs)).item()), ...);
-  }(std::index_sequence_for<Args...>{});
+  }
+  (std::index_sequence_for<Args...>{});
   auto eval = [&](double s) {
     return std::apply([&](const auto&... v) { return real_inner(u, f(axpy(xs, s, v)...)).item(); },
                       vs);
@@ -157,7 +167,8 @@ GradcheckResult gradcheck(F f, const GradcheckOptions& o, const Args&... args) {
       Tensor acc = scalar(0, f64);
       [&]<size_t... I>(std::index_sequence<I...>) {
         ((acc = acc + detail::inner(std::get<I>(gt), std::get<I>(ws))), ...);
-      }(std::index_sequence_for<Args...>{});
+      }
+      (std::index_sequence_for<Args...>{});
       return acc;
     };
     GradcheckOptions o1 = o;

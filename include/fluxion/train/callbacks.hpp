@@ -40,16 +40,16 @@ using Metrics = std::vector<std::pair<std::string, double>>;
 
 // What a callback sees of a running fit, and what it may change.
 struct FitContext {
-  int64_t epoch = 0;       // the current epoch, 1-based
-  int64_t epochs = 0;      // the last epoch fit will run
-  int64_t step = 0;        // optimiser steps taken so far
-  int64_t batch = 0;       // batches of this epoch done
-  int64_t batches = 0;     // batches per epoch
-  double loss = 0;         // the latest step's loss
-  double epoch_loss = 0;   // mean loss over this epoch so far (weighted by batch size)
+  int64_t epoch = 0;      // the current epoch, 1-based
+  int64_t epochs = 0;     // the last epoch fit will run
+  int64_t step = 0;       // optimiser steps taken so far
+  int64_t batch = 0;      // batches of this epoch done
+  int64_t batches = 0;    // batches per epoch
+  double loss = 0;        // the latest step's loss
+  double epoch_loss = 0;  // mean loss over this epoch so far (weighted by batch size)
   const History* history = nullptr;
   std::ostream* out = nullptr;
-  bool stop = false;       // set to end training after this step
+  bool stop = false;  // set to end training after this step
   std::string stop_reason;
 
   // Records a metric at the current step: history, CSV log, every callback's on_metric.
@@ -67,8 +67,8 @@ struct FitContext {
 class Callback {
  public:
   virtual ~Callback() = default;
-  virtual void on_step(FitContext&) {}                 // after each optimiser step
-  virtual void on_epoch_end(FitContext&) {}            // after an epoch's last step
+  virtual void on_step(FitContext&) {}                   // after each optimiser step
+  virtual void on_epoch_end(FitContext&) {}              // after an epoch's last step
   virtual void on_metric(FitContext&, const Record&) {}  // whenever a metric is recorded
 };
 using CallbackPtr = std::shared_ptr<Callback>;
@@ -80,26 +80,26 @@ CallbackPtr evaluate(std::function<Metrics()> fn, EvaluateOptions options = {});
 
 struct EarlyStoppingOptions {
   std::string monitor = "val_loss";
-  int patience = 3;          // evaluations without improvement before stopping
-  double min_delta = 0;      // an improvement must beat the best by more than this
-  bool maximize = false;     // true for accuracies
+  int patience = 3;       // evaluations without improvement before stopping
+  double min_delta = 0;   // an improvement must beat the best by more than this
+  bool maximize = false;  // true for accuracies
 };
 CallbackPtr early_stopping(EarlyStoppingOptions options = {});
 
 struct PlateauOptions {
   std::string monitor = "val_loss";
-  double factor = 0.1;       // new lr = factor * lr
-  int patience = 2;          // evaluations without improvement before reducing
+  double factor = 0.1;  // new lr = factor * lr
+  int patience = 2;     // evaluations without improvement before reducing
   double min_delta = 0;
   double min_lr = 0;
-  int cooldown = 0;          // evaluations to wait after a reduction
+  int cooldown = 0;  // evaluations to wait after a reduction
   bool maximize = false;
 };
 CallbackPtr reduce_lr_on_plateau(PlateauOptions options = {});
 
 struct LogOptions {
-  double seconds = 10;       // at most one line per this many seconds...
-  int64_t every_steps = 0;   // ...or, when positive, one every this many steps instead
+  double seconds = 10;          // at most one line per this many seconds...
+  int64_t every_steps = 0;      // ...or, when positive, one every this many steps instead
   std::ostream* out = nullptr;  // the fit's stream when null
 };
 CallbackPtr log_every(LogOptions options = {});
@@ -109,7 +109,7 @@ struct Improvement {
   bool maximize = false;
   double min_delta = 0;
   std::optional<double> best;
-  int bad = 0;  // evaluations since the last improvement
+  int bad = 0;                // evaluations since the last improvement
   bool update(double value);  // true when value improves on the best
 };
 

@@ -40,12 +40,12 @@
 namespace fx::train {
 
 struct Checkpoint {
-  int64_t epoch = 0;                             // epochs completed
-  int64_t step = 0;                              // optimiser steps taken
-  double schedule = 0;                           // a schedule's position, stored as given
+  int64_t epoch = 0;                                  // epochs completed
+  int64_t step = 0;                                   // optimiser steps taken
+  double schedule = 0;                                // a schedule's position, stored as given
   std::map<std::string, Generator*> generators = {};  // random streams, by name
-  data::DataLoader* loader = nullptr;            // its epoch counter fixes the next shuffle
-  io::Metadata metadata = {};                    // free-form strings ("user." keys in the file)
+  data::DataLoader* loader = nullptr;                 // its epoch counter fixes the next shuffle
+  io::Metadata metadata = {};  // free-form strings ("user." keys in the file)
 };
 
 namespace detail {
@@ -62,8 +62,8 @@ void write_checkpoint(const std::string& path, io::TensorMap tensors, const Chec
                       const std::vector<double>& learning_rates);
 // Loads strictly into `targets`, restores ck's generators and loader, fills ck's numbers;
 // returns the saved learning rates, which must be `rates` many (checked first).
-std::vector<double> read_checkpoint(const std::string& path, io::TensorMap& targets,
-                                    Checkpoint& ck, size_t rates);
+std::vector<double> read_checkpoint(const std::string& path, io::TensorMap& targets, Checkpoint& ck,
+                                    size_t rates);
 
 }  // namespace detail
 
@@ -75,8 +75,7 @@ void save_checkpoint(const std::string& path, const M& model, const O& opt, cons
 template <class M, class O>
 void load_checkpoint(const std::string& path, M& model, O& opt, Checkpoint& ck) {
   io::TensorMap targets = detail::checkpoint_tensors(model, opt);  // counters: fresh 0-d tensors
-  std::vector<double> lrs =
-      detail::read_checkpoint(path, targets, ck, learning_rates(opt).size());
+  std::vector<double> lrs = detail::read_checkpoint(path, targets, ck, learning_rates(opt).size());
   io::restore_counters(model, targets, "model.");
   io::restore_counters(opt, targets, "optimiser.");
   set_learning_rates(opt, lrs);

@@ -57,15 +57,15 @@ struct FitOptions {
   int64_t epochs = 1;  // the last epoch to run (a resumed run continues up to it)
   std::vector<CallbackPtr> callbacks = {};
   std::function<double(int64_t step)> schedule = {};  // lr for each step, set before it
-  int64_t record_every = 10;             // steps per "loss" record; 0: none
-  std::string csv = {};                  // metrics log, appended to as they are recorded
-  std::string checkpoint_dir = {};       // a checkpoint after every epoch
-  std::string resume_dir = {};           // continue from its checkpoint (which must exist)
+  int64_t record_every = 10;                          // steps per "loss" record; 0: none
+  std::string csv = {};             // metrics log, appended to as they are recorded
+  std::string checkpoint_dir = {};  // a checkpoint after every epoch
+  std::string resume_dir = {};      // continue from its checkpoint (which must exist)
   std::map<std::string, Generator*> generators = {};  // random streams the checkpoints keep
-  bool restore_on_nonfinite = true;      // restore the last finite-loss parameters first
-  bool progress = true;                  // a progress bar per epoch
-  bool epoch_summary = true;             // "epoch=N train_loss=... <metrics>" after each epoch
-  std::ostream* out = nullptr;           // std::cout when null
+  bool restore_on_nonfinite = true;  // restore the last finite-loss parameters first
+  bool progress = true;              // a progress bar per epoch
+  bool epoch_summary = true;         // "epoch=N train_loss=... <metrics>" after each epoch
+  std::ostream* out = nullptr;       // std::cout when null
 };
 
 // "<dir>/checkpoint.safetensors"
@@ -113,7 +113,8 @@ std::vector<Tensor> clone_leaves(const std::vector<Tensor>& src);
 
 // loss(model, x, y) returns a 0-d loss tensor; model and opt are updated in place.
 template <class M, class O, class Loss>
-History fit(M& model, O& opt, data::DataLoader& loader, Loss&& loss, const FitOptions& options = {}) {
+History fit(M& model, O& opt, data::DataLoader& loader, Loss&& loss,
+            const FitOptions& options = {}) {
   detail::FitDriver d(options, loader.size());
   FitContext& ctx = d.context();
   std::function<bool(double)> set_lr = [&](double lr) { return set_learning_rate(opt, lr); };

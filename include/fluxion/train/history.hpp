@@ -41,7 +41,7 @@ class History {
   // Drops records made after `step` (a resumed run replaces them).
   void truncate_after(int64_t step);
 
-  void write_csv(const std::string& path) const;  // atomic
+  void write_csv(const std::string& path) const;     // atomic
   static History read_csv(const std::string& path);  // fx::Error naming the line on bad input
 
  private:

@@ -32,12 +32,12 @@ struct Metric {
 
 struct ProgressOptions {
   enum class Mode { automatic, tty, log };
-  std::string label = {};        // printed before the bar, e.g. "epoch 1/5"
-  int width = 30;                // characters inside the brackets
-  double tty_interval_s = 0.1;   // terminal: shortest time between redraws
-  double log_interval_s = 5.0;   // not a terminal: shortest time between printed lines
-  std::ostream* out = nullptr;   // std::cout when null
-  Mode mode = Mode::automatic;   // automatic: tty when `out` is std::cout/cerr on a terminal
+  std::string label = {};       // printed before the bar, e.g. "epoch 1/5"
+  int width = 30;               // characters inside the brackets
+  double tty_interval_s = 0.1;  // terminal: shortest time between redraws
+  double log_interval_s = 5.0;  // not a terminal: shortest time between printed lines
+  std::ostream* out = nullptr;  // std::cout when null
+  Mode mode = Mode::automatic;  // automatic: tty when `out` is std::cout/cerr on a terminal
 };
 
 class ProgressBar {

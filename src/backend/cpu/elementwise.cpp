@@ -1,8 +1,8 @@
 // Tuned CPU elementwise kernels: collapsed strided rows, unit-stride fast path, OpenMP.
 #include "backend/backends.hpp"
 #include "backend/cpu/loops.hpp"
-#include "backend/cpu/vector_math.hpp"
 #include "backend/cpu/thresholds.hpp"
+#include "backend/cpu/vector_math.hpp"
 #include "backend/math.hpp"
 #include "ops/fused.hpp"
 
@@ -70,7 +70,8 @@ void map2(const Tensor& out, const Tensor& a, const Tensor& b, F f) {
           }
         } else if (st[1] == 1 && st[2] == 1) {
           for (int64_t i = 0; i < rows; ++i)
-            for (int64_t j = 0; j < w; ++j) op[i * rs[0] + j] = f(x[i * rs[1] + j], y[i * rs[2] + j]);
+            for (int64_t j = 0; j < w; ++j)
+              op[i * rs[0] + j] = f(x[i * rs[1] + j], y[i * rs[2] + j]);
         } else if (st[1] == 1) {  // y broadcast along the row
           for (int64_t i = 0; i < rows; ++i) {
             const T c = y[i * rs[2]];
@@ -119,11 +120,15 @@ bool numeric(DType t, Fn&& fn) {
 }
 
 // The vectorised version of a functor, where there is one (vector_math.hpp).
-template <class F> inline constexpr bool has_vector = false;
-template <class F> inline constexpr VecFn vector_of = VecFn::exp;
-#define FX_VECTOR(Functor, fn)                                  \
-  template <> inline constexpr bool has_vector<Functor> = true; \
-  template <> inline constexpr VecFn vector_of<Functor> = VecFn::fn;
+template <class F>
+inline constexpr bool has_vector = false;
+template <class F>
+inline constexpr VecFn vector_of = VecFn::exp;
+#define FX_VECTOR(Functor, fn)                      \
+  template <>                                       \
+  inline constexpr bool has_vector<Functor> = true; \
+  template <>                                       \
+  inline constexpr VecFn vector_of<Functor> = VecFn::fn;
 FX_VECTOR(math::Value<elem::exp_op>, exp)
 FX_VECTOR(math::Value<elem::log_op>, log)
 FX_VECTOR(math::Value<elem::log1p_op>, log1p)
@@ -213,8 +218,8 @@ bool where(const KernelCall& c) {
     run_rows<4>(layout_of<4>(c.out, {&m, &a, &b}),
                 [&](const int64_t* off, int64_t n, const int64_t* st) {
                   for (int64_t j = 0; j < n; ++j)
-                    o[off[0] + j * st[0]] = mp[off[1] + j * st[1]] ? ap[off[2] + j * st[2]]
-                                                                   : bp[off[3] + j * st[3]];
+                    o[off[0] + j * st[0]] =
+                        mp[off[1] + j * st[1]] ? ap[off[2] + j * st[2]] : bp[off[3] + j * st[3]];
                 });
   });
 }
@@ -242,8 +247,8 @@ void register_elementwise() {
   register_kernel(neg_p, dev, r, unary<math::Neg>);
   register_kernel(relu_p, dev, r, unary<math::Relu>);
   // The math functions of the table, their fused pullbacks, and the binary ones.
-#define FX_REGISTER_UNARY(name)                                                  \
-  register_kernel(name##_p, dev, r, unary<math::Value<elem::name##_op>>);         \
+#define FX_REGISTER_UNARY(name)                                           \
+  register_kernel(name##_p, dev, r, unary<math::Value<elem::name##_op>>); \
   register_kernel(name##_backward_p, dev, r, binary<math::Backward<elem::name##_op>>);
 #define FX_REGISTER_BINARY(name) \
   register_kernel(name##_p, dev, r, binary<math::BinaryValue<elem::name##_op>>);

@@ -56,9 +56,9 @@ void run(const KernelCall& c, const Geometry& g, int sign) {
     fftwf_plan plan;
     {
       std::lock_guard<std::mutex> lock(planner_lock());
-      plan = fftwf_plan_guru64_dft(1, &g.dim, g.nloops, g.loops,
-                                   reinterpret_cast<fftwf_complex*>(in),
-                                   reinterpret_cast<fftwf_complex*>(out), sign, FFTW_ESTIMATE);
+      plan =
+          fftwf_plan_guru64_dft(1, &g.dim, g.nloops, g.loops, reinterpret_cast<fftwf_complex*>(in),
+                                reinterpret_cast<fftwf_complex*>(out), sign, FFTW_ESTIMATE);
     }
     FX_CHECK(plan, "fx::fft: FFTW could not plan a transform of ", c.in[0].shape());
     fftwf_execute(plan);

@@ -28,8 +28,8 @@ bool as_blas(int64_t rows, int64_t cols, int64_t rs, int64_t cs, BlasMatrix& m);
 // about 64^3 to 400^3 multiply-adds, OpenBLAS outside that; double: OpenBLAS). Instantiated for
 // float and double.
 template <class T>
-void gemm(bool ta, bool tb, int64_t m, int64_t n, int64_t k, const T* a, int64_t lda,
-          const T* b, int64_t ldb, T* c, int64_t ldc);
+void gemm(bool ta, bool tb, int64_t m, int64_t n, int64_t k, const T* a, int64_t lda, const T* b,
+          int64_t ldb, T* c, int64_t ldc);
 
 // Threads worth using for a product of m n k multiply-adds whose output is split into `split`
 // rows or columns: 1 below a few microseconds of work, inside a parallel region, or when BLAS

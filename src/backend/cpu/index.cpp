@@ -73,7 +73,8 @@ inline void copy_run(T* d, const T* s, int64_t n, int64_t ds, int64_t ss) {
   } else if (ss == 0) {  // a broadcast value (slice_set's expanded operand, a zero base)
     const T v = *s;
     if (ds == 1) std::fill(d, d + n, v);
-    else for (int64_t j = 0; j < n; ++j) d[j * ds] = v;
+    else
+      for (int64_t j = 0; j < n; ++j) d[j * ds] = v;
   } else {
     for (int64_t j = 0; j < n; ++j) d[j * ds] = s[j * ss];
   }
@@ -116,8 +117,8 @@ inline bool wrap_index(int64_t& v, int64_t size) {
 // Throws the reference backend's error for the first out-of-range index in row-major order of
 // `shape`, the index read with strides `ist`. Only reached once a kernel has seen a bad index.
 template <class I>
-[[noreturn]] void throw_bad_index(const Shape& shape, const int64_t* ist, const I* ip,
-                                  int64_t size, const char* op, const Shape& big) {
+[[noreturn]] void throw_bad_index(const Shape& shape, const int64_t* ist, const I* ip, int64_t size,
+                                  const char* op, const Shape& big) {
   for (int64_t i = 0, n = shape.numel(); i < n; ++i) {
     int64_t rem = i, off = 0;
     for (int d = shape.size() - 1; d >= 0; --d) {
@@ -129,19 +130,18 @@ template <class I>
     FX_CHECK(wrap_index(v, size), "fx::", op, ": index ", given,
              " is out of range for axis of size ", size, " in shape ", big);
   }
-  detail::fail("fx::", op, ": an index is out of range for axis of size ", size, " in shape ",
-               big);
+  detail::fail("fx::", op, ": an index is out of range for axis of size ", size, " in shape ", big);
 }
 
 // The operands of a gather or scatter, as strides over the iterated shape: out (or the
 // scatter's source), the index, and the indexed tensor with the axis's stride zeroed (the index
 // supplies that coordinate, times `axis_stride`).
 struct IndexPlan {
-  Shape shape;            // the iterated shape
+  Shape shape;  // the iterated shape
   int64_t idx_st[kMaxDims];
   int64_t big_st[kMaxDims];
-  int64_t axis_stride;    // the indexed tensor's stride along the axis
-  int64_t size;           // the indexed tensor's length along the axis
+  int64_t axis_stride;  // the indexed tensor's stride along the axis
+  int64_t size;         // the indexed tensor's length along the axis
 };
 
 // Strides of a 1-d contiguous index seen over `shape`: it advances along `axis` only.
@@ -238,8 +238,7 @@ void scatter_kernel(const Tensor& out, const Tensor& src, const I* ip, const Ind
     for (int d = 0; d < L.nd && split < 0; ++d)
       if (L.st[0][d] != 0 && L.shape[d] >= kScatterSplitMinPerThread * threads) split = d;
     for (int d = 0; d < L.nd && split < 0; ++d)
-      if (L.st[0][d] != 0 && L.shape[d] >= threads &&
-          (split < 0 || L.shape[d] > L.shape[split]))
+      if (L.st[0][d] != 0 && L.shape[d] >= threads && (split < 0 || L.shape[d] > L.shape[split]))
         split = d;
   }
   if (split < 0) {
@@ -283,9 +282,8 @@ bool gather(const KernelCall& c) {
   if (!out.is_contiguous()) return false;
   const IndexPlan p = plan(idx.shape(), idx.strides(), x, int(c.params.i[0]));
   return with_index_type(idx.dtype(), [&]<class I>() {
-    visit_dtype_all(x.dtype(), [&]<class T>() {
-      gather_kernel<T, I>(out, x, idx.data<I>(), p, "gather");
-    });
+    visit_dtype_all(x.dtype(),
+                    [&]<class T>() { gather_kernel<T, I>(out, x, idx.data<I>(), p, "gather"); });
   });
 }
 

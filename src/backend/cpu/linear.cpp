@@ -23,8 +23,8 @@
 
 #include "backend/backends.hpp"
 #include "backend/cpu/gemm.hpp"
-#include "backend/cpu/vector_math.hpp"
 #include "backend/cpu/thresholds.hpp"
+#include "backend/cpu/vector_math.hpp"
 #include "backend/math.hpp"
 #include "fluxion/ops/linalg.hpp"
 #include "ops/fused.hpp"
@@ -37,7 +37,7 @@ struct EpilogueArgs {
   Epilogue act;
   const T* bias;  // null without one
   int64_t bias_stride;
-  T* out;         // dense (m, n)
+  T* out;  // dense (m, n)
   int64_t n;
 };
 
@@ -87,7 +87,9 @@ bool linear(const KernelCall& c) {
 
 struct Cotangent {  // identity's derivative: dz = dy (a strided dy copied dense)
   template <class T>
-  T operator()(T dy, T) const { return dy; }
+  T operator()(T dy, T) const {
+    return dy;
+  }
 };
 
 // Rows [i0, i1) of dz = dy act'(y) (dz dense with leading dimension n), with the functor of the
@@ -116,8 +118,8 @@ void derivative_rows(const Tensor& dy, const Tensor& y, T* dz, int64_t n, int64_
 }
 
 template <class T>
-void derivative_rows(Epilogue act, const Tensor& dy, const Tensor& y, T* dz, int64_t n,
-                     int64_t i0, int64_t i1, double* sums) {
+void derivative_rows(Epilogue act, const Tensor& dy, const Tensor& y, T* dz, int64_t n, int64_t i0,
+                     int64_t i1, double* sums) {
   switch (act) {
     case Epilogue::identity: return derivative_rows<Cotangent, T>(dy, y, dz, n, i0, i1, sums);
     case Epilogue::relu: return derivative_rows<math::ReluBackward, T>(dy, y, dz, n, i0, i1, sums);
@@ -208,8 +210,8 @@ bool linear_backward(const KernelCall& c) {
       if (!dz_is_dy) derivative_rows<T>(act, dy, y, dz, n, i0, i1, sums);
       else if (sums) add_rows(dz, ldz, n, i0, i1, sums);
       if (dx && i1 > i0)  // rows i0..i1 of dz w: this thread's own rows of dz
-        gemm<T>(false, mw.trans, i1 - i0, k, n, dz + i0 * ldz, ldz, w.data<T>(), mw.ld,
-                dx + i0 * k, k);
+        gemm<T>(false, mw.trans, i1 - i0, k, n, dz + i0 * ldz, ldz, w.data<T>(), mw.ld, dx + i0 * k,
+                k);
       if (db || dw) {
         if (db || !dz_is_dy) {
 #pragma omp barrier

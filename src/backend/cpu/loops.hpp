@@ -249,9 +249,12 @@ bool fold_short_rows(const Layout<3>& L, Column&& column) {
   outer.nd = last;  // rows of the folded layout run along the second-innermost dimension
   const int64_t w = L.shape[last];
   const int64_t inner_st[3] = {1, s1, s2};
-  run_rows<3>(outer, [&](const int64_t* off, int64_t rows, const int64_t* rs) {
-    column(off, rows, rs, w, inner_st);
-  }, /*tiles=*/false);
+  run_rows<3>(
+      outer,
+      [&](const int64_t* off, int64_t rows, const int64_t* rs) {
+        column(off, rows, rs, w, inner_st);
+      },
+      /*tiles=*/false);
   return true;
 }
 

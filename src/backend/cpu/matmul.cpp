@@ -45,8 +45,8 @@ bool as_blas(int64_t rows, int64_t cols, int64_t rs, int64_t cs, BlasMatrix& m) 
 // other.
 
 template <class T>
-void gemm(bool ta, bool tb, int64_t m, int64_t n, int64_t k, const T* a, int64_t lda,
-          const T* b, int64_t ldb, T* c, int64_t ldc) {
+void gemm(bool ta, bool tb, int64_t m, int64_t n, int64_t k, const T* a, int64_t lda, const T* b,
+          int64_t ldb, T* c, int64_t ldc) {
   auto A = ta ? CblasTrans : CblasNoTrans, B = tb ? CblasTrans : CblasNoTrans;
   if constexpr (std::is_same_v<T, float>) {
     if (m * n * k > kOnednnMinGemm && m * n * k <= kOnednnMaxGemm) {
@@ -58,11 +58,11 @@ void gemm(bool ta, bool tb, int64_t m, int64_t n, int64_t k, const T* a, int64_t
                m, ", ", k, ") @ (", k, ", ", n, ")");
       return;
     }
-    cblas_sgemm(CblasRowMajor, A, B, int(m), int(n), int(k), 1.0f, a, int(lda), b, int(ldb),
-                0.0f, c, int(ldc));
-  } else if constexpr (std::is_same_v<T, double>) {
-    cblas_dgemm(CblasRowMajor, A, B, int(m), int(n), int(k), 1.0, a, int(lda), b, int(ldb), 0.0,
+    cblas_sgemm(CblasRowMajor, A, B, int(m), int(n), int(k), 1.0f, a, int(lda), b, int(ldb), 0.0f,
                 c, int(ldc));
+  } else if constexpr (std::is_same_v<T, double>) {
+    cblas_dgemm(CblasRowMajor, A, B, int(m), int(n), int(k), 1.0, a, int(lda), b, int(ldb), 0.0, c,
+                int(ldc));
   } else {  // complex: alpha and beta by pointer; OpenBLAS takes the interleaved layout as is
     const T one = 1, zero = 0;
     using R = typename T::value_type;
@@ -171,8 +171,8 @@ void gemm_split(bool ta, bool tb, int64_t m, int64_t n, int64_t k, const T* a, i
 // the case in point.
 
 template <class T>
-void tiny_gemm(int64_t m, int64_t n, int64_t k, const T* a, int64_t ars, int64_t acs,
-               const T* b, int64_t brs, int64_t bcs, T* out) {
+void tiny_gemm(int64_t m, int64_t n, int64_t k, const T* a, int64_t ars, int64_t acs, const T* b,
+               int64_t brs, int64_t bcs, T* out) {
   if (bcs == 1) {
     // Rows of b are contiguous: accumulate whole rows of out so the inner loop vectorises. Each
     // element still sums its products in order p = 0..k-1, as the loop below does.
@@ -239,8 +239,7 @@ void narrow_rows(int64_t i0, int64_t i1, int64_t k, const T* a, int64_t ars, int
 template <class T, int... Ns>
 void narrow_dispatch(int64_t n, int64_t i0, int64_t i1, int64_t k, const T* a, int64_t ars,
                      int64_t acs, const T* b, T* out, std::integer_sequence<int, Ns...>) {
-  ((n == Ns + 1 ? (narrow_rows<Ns + 1, kNarrowBlock<Ns + 1>, T>(i0, i1, k, a, ars, acs, b, out),
-                   0)
+  ((n == Ns + 1 ? (narrow_rows<Ns + 1, kNarrowBlock<Ns + 1>, T>(i0, i1, k, a, ars, acs, b, out), 0)
                 : 0),
    ...);
 }
@@ -312,9 +311,8 @@ bool narrow_matmul(const Tensor& a, const Tensor& b, const Tensor& out, GemmEpil
     int64_t batches = 1;
     for (int d = 0; d < nd - 2; ++d) batches *= a.shape()[d];
     const int64_t chunks = std::max<int64_t>(1, (m + kNarrowRowsPerTask - 1) / kNarrowRowsPerTask);
-    const int threads = batches * m * n * k >= kParallelGemm && !omp_in_parallel()
-                            ? omp_get_max_threads()
-                            : 1;
+    const int threads =
+        batches * m * n * k >= kParallelGemm && !omp_in_parallel() ? omp_get_max_threads() : 1;
     split_range(batches * chunks, threads, [&](int64_t t0, int64_t t1) {
       for (int64_t t = t0; t < t1; ++t) {
         const int64_t bi = t / chunks, ch = t % chunks;
@@ -385,8 +383,8 @@ bool matmul_into(const Tensor& a, const Tensor& b, const Tensor& out, GemmEpilog
         T* s = scratch.data<T>();
         for (int64_t p = 0; p < k; ++p)
           for (int64_t j = 0; j < n; ++j) s[p * n + j] = bp[j * mb.ld + p];
-        gemm_split<T>(false, false, m, n, k, a.data<T>() + ao, ma.ld, s,
-                      std::max<int64_t>(n, 1), op + bi * m * n, std::max<int64_t>(n, 1), epi);
+        gemm_split<T>(false, false, m, n, k, a.data<T>() + ao, ma.ld, s, std::max<int64_t>(n, 1),
+                      op + bi * m * n, std::max<int64_t>(n, 1), epi);
         continue;
       }
       gemm_split<T>(ma.trans, mb.trans, m, n, k, a.data<T>() + ao, ma.ld, bp, mb.ld,
@@ -455,23 +453,23 @@ bool matmul_backward(const KernelCall& c) {
         // dB = a^T dy (k x n): the narrow kernel when both are small and dy's rows are dense.
         auto weight_side = [&] {
           if (is_narrow(n, k) && dy.stride(nd - 1) == 1)
-            narrow_outer_dispatch<T>(n, m, k, a.data<T>() + ao, a.stride(nd - 2),
-                                     a.stride(nd - 1), gp, dy.stride(nd - 2), db + bi * k * n,
+            narrow_outer_dispatch<T>(n, m, k, a.data<T>() + ao, a.stride(nd - 2), a.stride(nd - 1),
+                                     gp, dy.stride(nd - 2), db + bi * k * n,
                                      std::make_integer_sequence<int, kNarrowCols>());
           else
             gemm_split<T>(at.trans, g.trans, k, n, m, a.data<T>() + ao, at.ld, gp, g.ld,
-                         db + bi * k * n, n);
+                          db + bi * k * n, n);
         };
         if (in_place) {
           weight_side();
           T* gw = const_cast<T*>(gp);  // dy is ours to overwrite (see above)
           if (is_narrow(k, n)) {
-            narrow_product<T>(0, m, k, n, gp, dy.stride(nd - 2), 1, b.data<T>() + bo, b.stride(nd - 1),
-                              b.stride(nd - 2), gw);
+            narrow_product<T>(0, m, k, n, gp, dy.stride(nd - 2), 1, b.data<T>() + bo,
+                              b.stride(nd - 1), b.stride(nd - 2), gw);
           } else {
             std::vector<T> scratch(static_cast<size_t>(m * k));
             gemm_split<T>(g.trans, bt.trans, m, k, n, gp, g.ld, b.data<T>() + bo, bt.ld,
-                         scratch.data(), k);
+                          scratch.data(), k);
             std::copy(scratch.begin(), scratch.end(), gw);
           }
           continue;
@@ -481,7 +479,7 @@ bool matmul_backward(const KernelCall& c) {
                             b.stride(nd - 1), b.stride(nd - 2), da + bi * m * k);
         else
           gemm_split<T>(g.trans, bt.trans, m, k, n, gp, g.ld, b.data<T>() + bo, bt.ld,
-                       da + bi * m * k, k);
+                        da + bi * m * k, k);
         weight_side();
       }
     });

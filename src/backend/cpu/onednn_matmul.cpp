@@ -19,8 +19,8 @@
 // A primitive costs 0.1-0.5 ms to create, so each thread keeps the ones it has made, keyed by
 // everything that shapes the primitive: sizes, leading dimensions, bias, activation and the
 // OpenMP thread count (oneDNN plans its split of the work for the count at creation).
-#include <dnnl.hpp>
 #include <omp.h>
+#include <dnnl.hpp>
 
 #include <cstring>
 #include <deque>
@@ -131,8 +131,8 @@ bool onednn_matmul(const Tensor& a, const Tensor& b, const Tensor& out, const Ge
   const int64_t m = a.shape()[0], k = a.shape()[1], n = b.shape()[1];
   const int64_t work = m * n * k;
   // a dense by rows, b the transpose of a dense (n, k) weight: the shape measured above.
-  if (work < kPrimitiveMinWork || work > kPrimitiveMaxWork || a.stride(1) != 1 ||
-      a.stride(0) < k || b.stride(0) != 1 || b.stride(1) < k || !out.is_contiguous())
+  if (work < kPrimitiveMinWork || work > kPrimitiveMaxWork || a.stride(1) != 1 || a.stride(0) < k ||
+      b.stride(0) != 1 || b.stride(1) < k || !out.is_contiguous())
     return false;
   const Tensor* bias = epi.described ? epi.bias : nullptr;
   if (bias && (bias->dtype() != f32 || bias->ndim() != 1 || bias->shape()[0] != n ||
@@ -155,9 +155,8 @@ bool onednn_matmul(const Tensor& a, const Tensor& b, const Tensor& out, const Ge
   stream.wait();
   if (act == Epilogue::relu) {
     float* o = out.data<float>();
-    split_range(m, team_for(m * n, kReluEpilogueParallelMin), [&](int64_t r0, int64_t r1) {
-      relu_in_place(o + r0 * n, (r1 - r0) * n);
-    });
+    split_range(m, team_for(m * n, kReluEpilogueParallelMin),
+                [&](int64_t r0, int64_t r1) { relu_in_place(o + r0 * n, (r1 - r0) * n); });
   }
   return true;
 }

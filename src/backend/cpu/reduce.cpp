@@ -14,8 +14,8 @@
 
 #include "backend/backends.hpp"
 #include "backend/cpu/loops.hpp"
-#include "backend/cpu/vector_math.hpp"
 #include "backend/cpu/thresholds.hpp"
+#include "backend/cpu/vector_math.hpp"
 #include "ops/fused.hpp"
 
 namespace fx::backend::cpu {
@@ -122,8 +122,7 @@ bool sum(const KernelCall& c) {
             for (int64_t o = b; o < e; ++o) op[o] += term<Square>(xp[o * red + j]);
         }
       });
-    } else if (inner == 1 && red >= kShortRun && red <= kFixedRowMax &&
-               std::is_same_v<T, Acc>) {
+    } else if (inner == 1 && red >= kShortRun && red <= kFixedRowMax && std::is_same_v<T, Acc>) {
       with_width(red, [&](auto w) {  // red is 8..16 here
         split_range(outer, threads, [&](int64_t o0, int64_t o1) {
           sum_fixed_rows<decltype(w)::value, Square>(xp + o0 * red, o1 - o0, op + o0);
@@ -154,9 +153,8 @@ bool sum(const KernelCall& c) {
             case 6: sum_short_rows<6, Square>(p, red, out); break;
             case 7: sum_short_rows<7, Square>(p, red, out); break;
             default:
-              with_width(inner, [&](auto w) {
-                sum_short_rows<decltype(w)::value, Square>(p, red, out);
-              });
+              with_width(inner,
+                         [&](auto w) { sum_short_rows<decltype(w)::value, Square>(p, red, out); });
           }
         }
       });
@@ -504,8 +502,7 @@ bool logitcrossentropy_backward(const KernelCall& c) {
   auto run = [&]<class T>() {
     const T g = T(double(*dy.data<T>()) / double(cp.rows));
     T* out = c.out.data<T>();
-    cp.batches(c.in[1].data<T>(), [&](int64_t r0, int64_t nr, const T* t, const T* sums,
-                                      const T*) {
+    cp.batches(c.in[1].data<T>(), [&](int64_t r0, int64_t nr, const T* t, const T* sums, const T*) {
       for (int64_t r = 0; r < nr; ++r) {
         const T scale = g / sums[r];
         T* o = out + (r0 + r) * cp.classes;

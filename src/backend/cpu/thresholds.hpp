@@ -74,7 +74,9 @@ inline constexpr int64_t kNarrowInner = 16;
 // Rows of out the narrow kernel keeps in registers for N columns. Timed by hand on the GMM's
 // products: 4 rows of 10 spilled registers and ran 1.3x slower (commit f8facf4).
 template <int N>
-inline constexpr int kNarrowBlock = N <= 4 ? 8 : N <= 8 ? 4 : 3;
+inline constexpr int kNarrowBlock = N <= 4   ? 8
+                                    : N <= 8 ? 4
+                                             : 3;
 
 // ---- Block and tile sizes, short-row paths
 

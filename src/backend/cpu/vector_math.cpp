@@ -34,13 +34,31 @@ void valid_range(VecFn fn, T& lo, T& hi) {
   constexpr bool f32 = sizeof(T) == 4;
   const T big = std::numeric_limits<T>::max();
   switch (fn) {
-    case VecFn::exp: lo = f32 ? -87 : -708; hi = f32 ? 88 : 709; return;
-    case VecFn::sigmoid: lo = f32 ? -88 : -709; hi = f32 ? 87 : 708; return;
-    case VecFn::log: lo = std::numeric_limits<T>::min(); hi = big; return;
-    case VecFn::log1p: lo = 0; hi = big; return;
+    case VecFn::exp:
+      lo = f32 ? -87 : -708;
+      hi = f32 ? 88 : 709;
+      return;
+    case VecFn::sigmoid:
+      lo = f32 ? -88 : -709;
+      hi = f32 ? 87 : 708;
+      return;
+    case VecFn::log:
+      lo = std::numeric_limits<T>::min();
+      hi = big;
+      return;
+    case VecFn::log1p:
+      lo = 0;
+      hi = big;
+      return;
     case VecFn::sin:
-    case VecFn::cos: lo = -39000; hi = 39000; return;
-    case VecFn::tanh: lo = -big; hi = big; return;
+    case VecFn::cos:
+      lo = -39000;
+      hi = 39000;
+      return;
+    case VecFn::tanh:
+      lo = -big;
+      hi = big;
+      return;
   }
 }
 

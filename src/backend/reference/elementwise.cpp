@@ -142,8 +142,8 @@ void register_reference_elementwise() {
   register_kernel(neg_p, cpu, r, unary<math::Neg>);
   register_kernel(relu_p, cpu, r, unary<math::Relu>);
   // The math functions of the table, their fused pullbacks, and the binary ones.
-#define FX_REGISTER_UNARY(name)                                                  \
-  register_kernel(name##_p, cpu, r, unary<math::Value<elem::name##_op>>);         \
+#define FX_REGISTER_UNARY(name)                                           \
+  register_kernel(name##_p, cpu, r, unary<math::Value<elem::name##_op>>); \
   register_kernel(name##_backward_p, cpu, r, binary<math::Backward<elem::name##_op>>);
 #define FX_REGISTER_BINARY(name) \
   register_kernel(name##_p, cpu, r, binary<math::BinaryValue<elem::name##_op>>);

@@ -170,9 +170,11 @@ bool linear_backward(const KernelCall& c) {
     auto w_at = [&](int64_t j, int64_t p) { return wp[j * w.stride(0) + p * w.stride(1)]; };
     auto x_at = [&](int64_t i, int64_t p) { return xp[i * x.stride(0) + p * x.stride(1)]; };
     if (wants & 1)  // dx = dz w
-      product(m, k, n, [&](int64_t i, int64_t j) { return dz[i * n + j]; }, w_at);
+      product(
+          m, k, n, [&](int64_t i, int64_t j) { return dz[i * n + j]; }, w_at);
     if (wants & 2)  // dW = dz^T x
-      product(n, k, m, [&](int64_t j, int64_t i) { return dz[i * n + j]; }, x_at);
+      product(
+          n, k, m, [&](int64_t j, int64_t i) { return dz[i * n + j]; }, x_at);
     if (wants & 4) {  // db(j) = sum_i dz(i, j)
       for (int64_t j = 0; j < n; ++j) {
         double acc = 0;

@@ -111,7 +111,9 @@ bool logsumexp(const KernelCall& c) {
     int64_t nout = L.kept.numel(), nred = L.reduced.numel();
     for (int64_t o = 0; o < nout; ++o) {
       int64_t base = ReduceLayout::off(o, L.kept, L.kept_stride);
-      auto at = [&](int64_t r) { return double(xp[base + ReduceLayout::off(r, L.reduced, L.red_stride)]); };
+      auto at = [&](int64_t r) {
+        return double(xp[base + ReduceLayout::off(r, L.reduced, L.red_stride)]);
+      };
       MaxAcc m;
       for (int64_t r = 0; r < nred; ++r) m.add(at(r), r);
       const double shift = std::isinf(m.value) ? 0.0 : m.value;
