@@ -28,8 +28,9 @@ Tensor Tensor::empty(const Shape& shape, DType dtype, Device device) {
     p->strides[i] = acc;
     acc *= shape[i];
   }
+  Tensor t(p);  // owns p from here: released if no storage can be made (a device without backend)
   p->storage = Storage::create(size_t(shape.numel()) * itemsize(dtype), device);
-  return Tensor(p);
+  return t;
 }
 
 int64_t Tensor::size(int64_t axis) const {
