@@ -30,7 +30,7 @@ GEN=""
 # Ninja for a new build directory; an existing one keeps the generator it was made with.
 [ -f "$BUILD/CMakeCache.txt" ] || { command -v ninja >/dev/null && GEN="-G Ninja"; }
 cmake -S . -B "$BUILD" $GEN -DCMAKE_BUILD_TYPE=Release >/dev/null
-TARGETS=(overhead train_mlp lstm_overhead matmul adbench_gmm adbench_lstm elementwise_math)
+TARGETS=(overhead train_mlp lstm_overhead matmul adbench_gmm adbench_lstm elementwise_math per_example_gradients)
 [ -f bench/adbench_ba.cpp ] && TARGETS+=(adbench_ba)
 [ -f bench/adbench_hand.cpp ] && TARGETS+=(adbench_hand)
 [ -f bench/scalar_ad.cpp ] && TARGETS+=(scalar_ad)
@@ -78,6 +78,7 @@ run overhead overhead_ env OMP_NUM_THREADS=1 OPENBLAS_NUM_THREADS=1 "$B/overhead
 run lstm_overhead "" "$B/lstm_overhead" "${LSTM_OPTS[@]}" --csv "$OUT/lstm_overhead.csv"
 run matmul "" "$B/matmul" "${MM_OPTS[@]}"
 run elementwise_math "" "$B/elementwise_math"
+run per_example_gradients "" env OMP_NUM_THREADS=1 OPENBLAS_NUM_THREADS=1 "$B/per_example_gradients"
 run mlp_t1 mlp_t1_ env OMP_NUM_THREADS=1 OPENBLAS_NUM_THREADS=1 "$B/train_mlp" --threads 1 "${MLP_OPTS[@]}"
 run mlp_t2 mlp_t2_ env OMP_NUM_THREADS=2 OPENBLAS_NUM_THREADS=2 "$B/train_mlp" --threads 2 "${MLP_OPTS[@]}"
 # The 2-thread speedup from one process whose 1- and 2-thread epochs alternate: the median of

@@ -27,6 +27,7 @@
 #include "fluxion/ad/scalar_reduce.hpp"
 #include "fluxion/ad/tape.hpp"
 #include "fluxion/ad/trace.hpp"
+#include "fluxion/ad/vmap.hpp"
 #include "fluxion/core/dtype.hpp"
 #include "fluxion/core/error.hpp"
 #include "fluxion/core/fields.hpp"

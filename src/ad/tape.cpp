@@ -256,9 +256,13 @@ void keep_alive(const Tensor& out, std::shared_ptr<const void> owner) {
 
 namespace detail {
 void record(const Primitive& p, std::span<const Tensor> in, Tensor& out, const Params& params) {
+  record_levels(0, p, in, out, params);
+}
+void record_levels(int from, const Primitive& p, std::span<const Tensor> in, Tensor& out,
+                   const Params& params) {
   if (!is_inexact(out.dtype())) return;
   const int depth = recording_depth;
-  for (int level = 0; level < depth; ++level) {
+  for (int level = from; level < depth; ++level) {
     ad::Tape& t = *ad::active_tapes[level];
     if (t.forward) ad::forward_on(t, level, p, in, out, params);
     else ad::record_on(t, p, in, out, params);

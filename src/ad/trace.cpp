@@ -12,7 +12,14 @@ namespace fx {
 namespace detail {
 namespace {
 
-struct TraceState {
+Tensor bind_traced(const Primitive& p, std::span<const Tensor> in, const Params& params);
+
+// The trace is the interpreter at the bottom of the stack (nothing may sit under it).
+struct TraceState final : Interpreter {
+  TraceState(Graph* g) : graph(g) {}
+  Tensor process(const Primitive& p, std::span<const Tensor> in, const Params& params) override {
+    return bind_traced(p, in, params);
+  }
   Graph* graph;
   std::unordered_map<const TensorImpl*, int> ids;
   // Every meta tensor the trace has named stays alive until it ends, so its TensorImpl cannot be
@@ -48,21 +55,29 @@ int value_of(TraceState& s, const Tensor& x, Tensor& standin) {
   const int id = new_value(s, standin);
   // A copy of the data as it is now (a later in-place write must not change the graph), made
   // with tracing paused: the copy is not part of the traced computation.
-  --tracing_depth;
+  struct Paused {
+    Interpreter* top = top_interpreter;
+    Paused() {
+      --tracing_depth;
+      top_interpreter = nullptr;
+    }
+    ~Paused() {
+      ++tracing_depth;
+      top_interpreter = top;
+    }
+  };
   Tensor data;
-  try {
+  {
+    const Paused paused;
     data = x.clone();
-  } catch (...) {
-    ++tracing_depth;
-    throw;
   }
-  ++tracing_depth;
   s.graph->constants.push_back({id, std::move(data), 0});
   return id;
 }
 
-}  // namespace
-
+// bind under fx::trace: inputs not yet traced become constants of the graph, the forward runs on
+// the meta device (shapes only), the application becomes an equation, and any tape recording
+// above the trace records it as usual.
 Tensor bind_traced(const Primitive& p, std::span<const Tensor> in, const Params& params) {
   TraceState& s = *current;
   Graph::Equation eq{&p, {}, params, {}, -1};
@@ -82,6 +97,8 @@ Tensor bind_traced(const Primitive& p, std::span<const Tensor> in, const Params&
   return out;
 }
 
+}  // namespace
+
 void trace_fill(const Tensor& t, double value) {
   if (!current) return;
   const int id = new_value(*current, t);
@@ -98,12 +115,16 @@ void trace_alias(const Tensor& of, const Tensor& alias) {
 
 TraceScope::TraceScope() : graph_(std::make_unique<Graph>()) {
   FX_CHECK(!current, "fx::trace: tracing inside a traced function is not supported");
-  current = new TraceState{graph_.get(), {}, {}};
+  FX_CHECK(!top_interpreter, "fx::trace: tracing inside fx::vmap is not supported (vmap inside "
+                             "a traced function is)");
+  current = new TraceState(graph_.get());
+  top_interpreter = current;
   ++tracing_depth;
 }
 
 TraceScope::~TraceScope() {
   --tracing_depth;
+  top_interpreter = nullptr;
   delete current;
   current = nullptr;
 }

@@ -157,14 +157,28 @@ Storage* Storage::create(size_t nbytes, Device device) {
   return s;
 }
 
+Storage* Storage::create_placeholder(Device device, StorageExtra* extra) {
+  Storage* s = pool_new<Storage>(tc.storages, tc.nstorages);
+  s->device = device;
+  s->nbytes = 0;
+  s->data = nullptr;
+  s->extra = extra;
+  return s;
+}
+
 void Storage::destroy(Storage* s) {
   if (s->device.kind != DeviceKind::cpu) [[unlikely]] {
+    delete s->extra;
     if (s->data) device_allocators[int(s->device.kind)]->deallocate(s->data, s->nbytes, s->device);
     pool_delete(s, tc.storages, tc.nstorages);
     return;
   }
   tc.stats.live_bytes -= int64_t(s->nbytes);
-  if (s->data != s->inline_buf) cache_free(s->data, s->nbytes);
+  if (s->data != s->inline_buf) {
+    if (s->extra) [[unlikely]]  // a placeholder: no buffer (tested here, off the inline path)
+      delete s->extra;
+    else cache_free(s->data, s->nbytes);
+  }
   pool_delete(s, tc.storages, tc.nstorages);
 }
 

@@ -51,6 +51,10 @@ bool tracing_active() { return tracing_depth > 0; }
 
 void Tensor::check_has_data(const char* op) const {
   if (p_->storage->data) return;
+  if (p_->storage->extra)
+    detail::fail(op, ": the value (", dtype_name(dtype()), " ", shape(),
+                 ") is batched by fx::vmap, so it has no data of its own; C++ control flow on it "
+                 "cannot be batched: use fx::where or fx::cond");
   if (detail::tracing_active())
     detail::fail(op, ": the value (", dtype_name(dtype()), " ", shape(),
                  ") depends on fx::trace's arguments, so it has no data while tracing; C++ control "

@@ -62,7 +62,9 @@ Tensor checked_labels(const Tensor& x, const Tensor& y, const char* loss) {
   FX_CHECK(y.shape() == want, "fx::", loss, ": labels ", y.shape(), " do not match prediction ",
            x.shape(), " (expected labels ", want, ")");
   Tensor labels = contiguous(y);
-  if (labels.device() == Device::cpu) {  // device labels are left to gather's own check
+  // Device labels, and labels without data of their own (traced, or batched by fx::vmap), are
+  // left to gather's own check.
+  if (labels.device() == Device::cpu && labels.storage()->data) {
     if (y.dtype() == i64) check_label_range<int64_t>(labels, x.shape().back(), loss);
     else check_label_range<int32_t>(labels, x.shape().back(), loss);
   }

@@ -9,12 +9,21 @@
 #include "fluxion/ops/primitives.hpp"
 #include "fluxion/ops/reduce.hpp"
 #include "fluxion/ops/view.hpp"
+#include "ops/batching.hpp"
 #include "ops/fused.hpp"
 
 namespace fx {
 namespace {
 
 Tensor softmax_rows(const Tensor& x) { return exp(x - logsumexp(x, {1}, true)); }
+
+// Batching rule (fx::vmap): the composed loss per example, logsumexp(x_i) - x_i[y_i] averaged
+// over each example's rows.
+Tensor logitcrossentropy_batch(const Primitive&, const BatchArgs& a) {
+  const Tensor x = detail::batched_input(a, 0), labels = detail::batched_input(a, 1);
+  const Tensor picked = squeeze(gather(x, -1, unsqueeze(labels, -1)), -1);
+  return mean(logsumexp(x, {-1}) - picked, {-1});
+}
 
 }  // namespace
 
@@ -56,6 +65,7 @@ Primitive logitcrossentropy_p{
       const Tensor &x = a.input(0), &labels = a.input(1);
       const Tensor picked = gather(dx[0], 1, unsqueeze(labels, 1));
       return (sum(softmax_rows(x) * dx[0]) - sum(picked)) * (1.0 / double(x.shape()[0]));
-    }};
+    },
+    .batch = logitcrossentropy_batch};
 
 }  // namespace fx

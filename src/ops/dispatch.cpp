@@ -86,6 +86,8 @@ std::span<Primitive* const> builtin_primitives() {
 
 namespace fx {
 namespace detail {
+thread_local constinit Interpreter* top_interpreter = nullptr;
+
 // More arguments than BorrowedTensors holds: plain owning copies (rare, never on a hot path).
 Tensor bind_owned(const Primitive& p, std::initializer_list<TensorRef> in, const Params& params) {
   std::vector<Tensor> owned;

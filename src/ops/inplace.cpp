@@ -19,9 +19,22 @@ void overwrite(Tensor& x, const Tensor& z) {
                  z.shape(), " into a ", device_name(x.device()),
                  " tensor (inside fx::trace, a "
                  "captured tensor cannot be overwritten with a traced value)");
+  bool rebound = false;
   if (!x.device().has_data()) {
     // No data to write (meta); under fx::trace x now names z's value in the graph.
     if (detail::tracing_depth != 0) detail::trace_alias(z, x);
+  } else if (x.storage()->extra || z.storage()->extra) [[unlikely]] {
+    // Under fx::vmap a batched x has no data to write into: the handle takes z's value (other
+    // handles on x keep the old one). A tensor the whole batch shares cannot take a batched value.
+    FX_CHECK(x.storage()->extra, "fx::vmap: an in-place write of a batched value ", z.shape(),
+             " into a tensor shared by the whole batch; compute a new tensor instead");
+    TensorImpl* xi = x.impl();
+    z.storage()->retain();
+    xi->storage->release();
+    xi->storage = z.storage();
+    xi->offset = z.offset();
+    xi->strides = z.impl()->strides;
+    rebound = true;
   } else if (z.impl() != x.impl()) {
     visit_dtype_all(x.dtype(), [&]<class T>() {
       T* xp = static_cast<T*>(x.storage()->data) + x.offset();
@@ -44,7 +57,7 @@ void overwrite(Tensor& x, const Tensor& z) {
       }
     });
   }
-  const uint32_t version = uint32_t(++x.storage()->version);
+  const uint32_t version = uint32_t(rebound ? x.storage()->version : ++x.storage()->version);
   TensorImpl* xi = x.impl();
   const TensorImpl* zi = z.impl();
   xi->ntags = zi->ntags;

@@ -7,6 +7,7 @@
 #include "fluxion/ops/primitives.hpp"
 #include "fluxion/ops/reduce.hpp"
 #include "fluxion/ops/view.hpp"
+#include "ops/batching.hpp"
 #include "ops/fused.hpp"
 
 namespace fx {
@@ -61,6 +62,17 @@ bool fused_matmul_pullback(const Tensor& dy, const Tensor& a, const Tensor& b, T
   dx[1] = make_view(out, b.shape(), sb.data(), out.offset() + a.numel());
   return true;
 }
+// Batching rule (fx::vmap). The logical operands have equal ranks, so the public matmul's
+// broadcasting lines a shared operand up with the batched one's trailing batch axes; a batch
+// of rows times one shared matrix is a single product of the stacked rows.
+Tensor matmul_batch(const Primitive&, const BatchArgs& a) {
+  const Tensor &x = a.in[0], &y = a.in[1];
+  if (a.is_batched(0) && !a.is_batched(1) && x.ndim() == 3 && y.ndim() == 2) {
+    const int64_t m = x.shape()[1], k = x.shape()[2], n = y.shape()[1];
+    return reshape(matmul(reshape(x, {a.size * m, k}), y), {a.size, m, n});
+  }
+  return matmul(x, y);
+}
 }  // namespace
 
 // Internal, no pullback: only used when nothing records (fused_matmul_pullback above).
@@ -108,7 +120,7 @@ Primitive matmul_p{
           Tensor r = dx[1].defined() ? matmul(a.input(0), dx[1]) : Tensor();
           if (!l.defined()) return r;
           return r.defined() ? l + r : l;
-        }};
+        }, .batch = matmul_batch};
 
 Tensor matmul(const Tensor& a0, const Tensor& b0) {
   FX_CHECK(a0.defined() && b0.defined(), "fx::matmul: undefined tensor");

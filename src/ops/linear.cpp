@@ -6,6 +6,7 @@
 #include "fluxion/ops/primitives.hpp"
 #include "fluxion/ops/reduce.hpp"
 #include "fluxion/ops/view.hpp"
+#include "ops/batching.hpp"
 #include "ops/fused.hpp"
 
 namespace fx {
@@ -68,6 +69,22 @@ bool fused_linear_pullback(const PullbackArgs& a, const Tensor& dy, Tensor* dx) 
   return true;
 }
 
+// Batching rule (fx::vmap). With a shared weight and bias the batch's rows stack into one
+// product; a batched weight or bias (per-example parameters) takes the composed form.
+Tensor linear_batch(const Primitive& p, const BatchArgs& a) {
+  const Tensor& x = a.in[0];
+  const bool bias = a.params.i[1] != 0;
+  if (!a.is_batched(1) && !(bias && a.is_batched(2))) {
+    const int64_t m = x.shape()[1], k = x.shape()[2], n = a.in[1].shape()[0];
+    const Tensor rows = reshape(x, {a.size * m, k});
+    Tensor y = bias ? bind(p, {rows, a.in[1], a.in[2]}, a.params) : bind(p, {rows, a.in[1]}, a.params);
+    return reshape(y, {a.size, m, n});
+  }
+  Tensor z = matmul(x, transpose(a.in[1], -2, -1));
+  if (bias) z = z + (a.is_batched(2) ? unsqueeze(a.in[2], 1) : a.in[2]);
+  return activate(Epilogue(a.params.i[0]), z);
+}
+
 }  // namespace
 
 // Internal, no pullback: only used when nothing records (fused_linear_pullback above).
@@ -112,7 +129,8 @@ Primitive linear_p{.name = "linear",
                      if (a.params().i[1] && dx[2].defined()) add(expand(dx[2], y.shape()));
                      if (!dz.defined()) return dz;
                      return times_derivative(Epilogue(a.params().i[0]), dz, y);
-                   }};
+                   },
+                   .batch = linear_batch};
 
 Tensor linear(const Tensor& x0, const Tensor& w0, const Tensor& b0, Epilogue act) {
   FX_CHECK(x0.defined() && w0.defined(), "fx::linear: undefined ",

@@ -8,6 +8,7 @@
 #include "fluxion/ops/elementwise.hpp"
 #include "fluxion/ops/primitives.hpp"
 #include "fluxion/ops/reduce.hpp"
+#include "ops/batching.hpp"
 
 namespace fx {
 namespace {
@@ -73,15 +74,50 @@ Tensor concat_forward(const Primitive& prim, std::span<const Tensor> in, const P
 
 #define FX_PULLBACK [](const PullbackArgs& a, const Tensor& dy, Tensor* dx)
 
+// Batching rules (fx::vmap): the batch is axis 0 of every batched input, so axes move up by one.
+Tensor reshape_batch(const Primitive&, const BatchArgs& a) {
+  return reshape(a.in[0], detail::with_batch(a.size, a.params.shape));
+}
+Tensor permute_batch(const Primitive&, const BatchArgs& a) {
+  Shape perm{0};
+  for (int64_t d : a.params.shape) perm.push_back(d + 1);
+  return permute(a.in[0], perm);
+}
+// slice and its adjoints: i[0] is the axis, shape the whole (input or output) shape.
+Tensor slice_like_batch(const Primitive& p, const BatchArgs& a) {
+  std::vector<Tensor> in;
+  for (size_t i = 0; i < a.in.size(); ++i) in.push_back(detail::batched_input(a, i));
+  return bind(p, std::span<const Tensor>(in), detail::shifted_axis_params(a));
+}
+Tensor expand_batch(const Primitive&, const BatchArgs& a) {
+  Tensor x = a.in[0];
+  const int rank = a.params.shape.size();
+  if (x.ndim() - 1 < rank) {  // expand aligns on the right: size-1 axes after the batch axis
+    Shape s{a.size};
+    for (int k = x.ndim() - 1; k < rank; ++k) s.push_back(1);
+    for (int d = 1; d < x.ndim(); ++d) s.push_back(x.shape()[d]);
+    x = reshape(x, s);
+  }
+  return expand(x, detail::with_batch(a.size, a.params.shape));
+}
+Tensor concat_batch(const Primitive& p, const BatchArgs& a) {
+  std::vector<Tensor> in;
+  for (size_t i = 0; i < a.in.size(); ++i) in.push_back(detail::batched_input(a, i));
+  Params q = a.params;
+  q.i[0] += 1;
+  return bind(p, std::span<const Tensor>(in), q);
+}
+
 }  // namespace
 
 Primitive reshape_p{.name = "reshape",
                     .forward = reshape_forward,
                     .pullback = FX_PULLBACK{dx[0] = reshape(dy, list_shape(a.params()));
-}  // namespace fx
+}
 ,
     // Not linear_jvp: the forward assumes a contiguous input, which a tangent need not be.
-    .jvp = [](const JvpArgs& a, const Tensor* dx) { return reshape(dx[0], a.output().shape()); }
+    .jvp = [](const JvpArgs& a, const Tensor* dx) { return reshape(dx[0], a.output().shape()); },
+    .batch = reshape_batch
 }
 ;
 Primitive permute_p{.name = "permute",
@@ -92,7 +128,7 @@ for (int d = 0; d < perm.size(); ++d) inv[int(perm[d])] = d;
 dx[0] = permute(dy, inv);
 }
 , .jvp = linear_jvp
-}
+, .batch = permute_batch}
 ;
 // In a first-order pass a later slice of the same tensor (the four gates of an LSTM cell) adds
 // dy into its part of the cotangent summed so far: one small add where pad_slice would fill a
@@ -114,7 +150,7 @@ if (Tensor* acc = a.accumulator(0); acc && add_into_slice(*acc, dy, p)) return;
 dx[0] = bind(pad_slice_p, {dy}, p);
 }
 , .jvp = linear_jvp
-}
+, .batch = slice_like_batch}
 ;
 // pad_slice(dy) = zeros(shape) with dy written at the slice: the adjoint of slice.
 Primitive pad_slice_p{.name = "pad_slice",
@@ -123,7 +159,7 @@ Primitive pad_slice_p{.name = "pad_slice",
 dx[0] = slice(dy, p.i[0], p.i[1], p.i[1] + (p.i[2] - 1) * p.i[3] + 1, p.i[3]);
 }
 , .jvp = linear_jvp
-}
+, .batch = slice_like_batch}
 ;
 // slice_set(base, value) = base with value written at a slice: what element and slice
 // assignment record (fluxion/ops/inplace.hpp). Params as slice's; shape = base shape.
@@ -141,14 +177,14 @@ if (a.wants(0)) dx[0] = bind(slice_set_p, {dy, expanded_zeros_like(part)}, p);
 if (a.wants(1)) dx[1] = part;
 }
 , .jvp = linear_jvp
-}
+, .batch = slice_like_batch}
 ;
 Primitive expand_p{.name = "expand",
                    .forward = expand_forward,
                    .pullback = FX_PULLBACK{dx[0] = sum_to(dy, list_shape(a.params()));
 }
 , .jvp = linear_jvp
-}
+, .batch = expand_batch}
 ;
 Primitive concat_p{.name = "concat",
                    .forward = concat_forward,
@@ -160,7 +196,7 @@ for (size_t i = 0; i < p.list.size(); ++i) {
 }
 }
 , .jvp = linear_jvp
-}
+, .batch = concat_batch}
 ;
 #undef FX_PULLBACK
 

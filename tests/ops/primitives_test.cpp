@@ -15,6 +15,7 @@
 #include <sstream>
 
 #include <fluxion/ad/trace.hpp>
+#include <fluxion/ad/vmap.hpp>
 #include "op_rows.hpp"
 
 namespace fx::rows {
@@ -271,6 +272,60 @@ TEST_P(PrimitiveRow, TraceThenRunEqualsEager) {
     std::vector<Tensor> got = g(in.args);
     std::string m = mismatch(got[0], eager.out);
     EXPECT_TRUE(m.empty()) << m << "\n" << g;
+  }
+}
+
+// Batching: vmap of the row over a batch of 3 inputs equals the row applied to each example and
+// stacked, with every input mapped, and with only the first mapped (the rest shared).
+TEST_P(PrimitiveRow, VmapEqualsALoopOverTheBatch) {
+  const Row& row = GetParam();
+  constexpr int64_t B = 3;
+  for (size_t ci = 0; ci < row.o.cases.size(); ++ci) {
+    SCOPED_TRACE(::testing::Message() << "case " << ci);
+    const DType dtype = row.o.complex ? c128 : f64;
+    std::vector<Args> examples;
+    for (int64_t b = 0; b < B; ++b)
+      examples.push_back(make_inputs(row, row.o.cases[ci], dtype, Layout::contiguous,
+                                     seed_of(row.name, ci, 20 + int(b)))
+                             .args);
+    const size_t n = examples[0].size();
+    for (bool shared_rest : {false, true}) {
+      if (shared_rest && n < 2) continue;
+      SCOPED_TRACE(shared_rest ? "first input mapped, the rest shared" : "every input mapped");
+      Args batched(n);
+      std::vector<Tensor> want;
+      bool threw = false;
+      for (int64_t b = 0; b < B; ++b) {
+        Args args = examples[size_t(b)];
+        if (shared_rest)
+          for (size_t i = 1; i < n; ++i) args[i] = examples[0][i];
+        const Outcome o = run(row, args);
+        threw |= !o.error.empty();
+        want.push_back(o.out);
+      }
+      if (threw) continue;
+      for (size_t i = 0; i < n; ++i) {
+        if (shared_rest && i > 0) {
+          batched[i] = examples[0][i];
+          continue;
+        }
+        std::vector<Tensor> parts;
+        for (int64_t b = 0; b < B; ++b) parts.push_back(examples[size_t(b)][i]);
+        batched[i] = stack(parts, 0);
+      }
+      Tensor got;
+      if (shared_rest) {
+        got = vmap([&](const Tensor& first, const Args& rest) {
+          Args args{first};
+          args.insert(args.end(), rest.begin() + 1, rest.end());
+          return row.f(args);
+        }, {0, unmapped})(batched[0], batched);
+      } else {
+        got = vmap([&](const Args& args) { return row.f(args); })(batched);
+      }
+      std::string m = mismatch(got, stack(want, 0));
+      EXPECT_TRUE(m.empty()) << m;
+    }
   }
 }
 

@@ -52,6 +52,13 @@ class Allocator {
 // Installs `a` (not owned; must outlive every storage it made) for a kind other than cpu and meta.
 void register_allocator(DeviceKind kind, Allocator* a);
 
+// What an interpreter attaches to a storage that holds no data of its own: fx::vmap's batched
+// value (the tensor with the batch axis) hangs here, so that every handle on the logical value
+// (views made by AD's bookkeeping included) finds it. Owned and deleted by the storage.
+struct StorageExtra {
+  virtual ~StorageExtra() = default;
+};
+
 struct Storage {
   static constexpr size_t kInlineBytes = 128;  // 16 doubles: an LSTM cell's gate row
 
@@ -60,9 +67,13 @@ struct Storage {
   uint64_t version = 0;
   size_t nbytes = 0;
   void* data = nullptr;
+  StorageExtra* extra = nullptr;  // only on a placeholder (create_placeholder)
   alignas(64) unsigned char inline_buf[kInlineBytes];
 
   static Storage* create(size_t nbytes, Device device = Device::cpu);
+  // A storage on `device` with no data that owns `extra`: the handle of a value whose data lives
+  // elsewhere (a value batched by fx::vmap). Reading its data is an fx::Error.
+  static Storage* create_placeholder(Device device, StorageExtra* extra);
   void retain() { refs.fetch_add(1, std::memory_order_relaxed); }
   void release() {
     // Sole owner: no atomic read-modify-write needed (see TensorImpl::release).

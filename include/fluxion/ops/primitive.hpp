@@ -14,7 +14,7 @@
 //   auto my_tanh = [](const fx::Tensor& x) { return fx::bind(tanh_p, {x}); };
 //
 // `bind` runs the forward and, when a differentiation is recording and an input is tracked, adds
-// one node to the tape. Transformations never look at which primitive they run: they only call
+// one node to the tape; under fx::trace or fx::vmap their interpreter takes the application. Transformations never look at which primitive they run: they only call
 // the entry's fields. User-defined rules are made the same way (see fluxion/ad/custom.hpp).
 #pragma once
 #include <cstdint>
@@ -48,6 +48,21 @@ using PullbackFn = void (*)(const PullbackArgs& args, const Tensor& dy, Tensor* 
 // ops so forward mode nests with reverse mode (Hessian-vector products).
 using JvpFn = Tensor (*)(const JvpArgs& args, const Tensor* dx);
 
+// What a batching rule (fx::vmap) reads: the inputs as they are stored, each either batched
+// (the batch is its axis 0, of length `size`, before the logical axes) or shared by the whole
+// batch (its logical value), and the parameters of the unbatched application.
+struct BatchArgs {
+  std::span<const Tensor> in;
+  uint64_t batched;  // bit i: in[i] carries the batch on axis 0
+  int64_t size;
+  const Params& params;
+  bool is_batched(size_t i) const { return i < 64 && ((batched >> i) & 1u); }
+};
+// Applies the primitive to a whole batch at once, with public ops or bind on the stored values;
+// returns the output with the batch on axis 0. Null: fx::vmap applies the primitive example by
+// example and stacks the results (always right, slower).
+using BatchFn = Tensor (*)(const struct Primitive& p, const BatchArgs& args);
+
 // Arguments of one kernel call: inputs and the already allocated output.
 struct KernelCall {
   const struct Primitive& prim;
@@ -74,6 +89,7 @@ struct Primitive {
   uint32_t saves = saves::nothing;
   PullbackFn pullback = nullptr;  // null: not differentiable (outputs are never tracked)
   JvpFn jvp = nullptr;            // forward mode; null makes fx::jvp through it an fx::Error
+  BatchFn batch = nullptr;        // fx::vmap; null: example by example
   // Kernels per device, in the order backends are tried; filled by backend registration.
   KernelFn kernels[kNumDevices][kMaxBackends] = {};  // by DeviceKind
 };
@@ -145,20 +161,54 @@ namespace detail {
 // Non-zero while any differentiation is recording on this thread (see ad/tape.hpp).
 extern thread_local int recording_depth;
 void record(const Primitive& p, std::span<const Tensor> in, Tensor& out, const Params& params);
+// record() on the tapes of levels [from, recording_depth) only (an interpreter's logical
+// values are watched by the tapes begun inside it; the values it stores, by those outside).
+void record_levels(int from, const Primitive& p, std::span<const Tensor> in, Tensor& out,
+                   const Params& params);
+
+// An interpreter that takes over bind (fx::trace, fx::vmap): they stack, the innermost on top.
+// process() handles an application, usually by applying primitives to the values it stores
+// with the stack cut below itself (CutInterpreters), so that those go to the interpreters under
+// it and finally to evaluation; taping stays the hook after evaluation, on levels of tapes.
+class Interpreter {
+ public:
+  virtual ~Interpreter() = default;
+  virtual Tensor process(const Primitive& p, std::span<const Tensor> in, const Params& params) = 0;
+  Interpreter* below = nullptr;
+};
+extern thread_local constinit Interpreter* top_interpreter;
+// True while an interpreter takes over bind: ops must not touch the data of their inputs.
+inline bool intercepted() { return top_interpreter != nullptr; }
+// While alive, bind goes to the interpreters under `it` (or evaluates, under the last one) and
+// only tapes of levels below `tape_levels` record.
+class CutInterpreters {
+ public:
+  CutInterpreters(const Interpreter* it, int tape_levels)
+      : saved_top_(top_interpreter), saved_depth_(recording_depth) {
+    top_interpreter = it->below;
+    if (tape_levels < recording_depth) recording_depth = tape_levels;
+  }
+  ~CutInterpreters() {
+    top_interpreter = saved_top_;
+    recording_depth = saved_depth_;
+  }
+  CutInterpreters(const CutInterpreters&) = delete;
+  CutInterpreters& operator=(const CutInterpreters&) = delete;
+
+ private:
+  Interpreter* saved_top_;
+  int saved_depth_;
+};
 // True inside fx::detect_anomaly (fluxion/ad/anomaly.hpp) on this thread. constinit: read
 // directly, without the call to a thread-local initialiser an extern thread_local may need.
 extern thread_local constinit bool anomaly_checks;
-// bind under fx::trace (src/ad/trace.cpp): inputs not yet traced become constants of the graph,
-// the forward runs on the meta device (shapes only), the application becomes an equation, and
-// any tape recording above the trace records it as usual.
-Tensor bind_traced(const Primitive& p, std::span<const Tensor> in, const Params& params);
 // Under fx::trace, names t (a meta tensor fx::full just made) as the constant full(value).
 void trace_fill(const Tensor& t, double value);
 // Under fx::trace, makes `alias` (a new handle on the same data) the same graph value as `of`.
 void trace_alias(const Tensor& of, const Tensor& alias);
 // True when ops must compose through bind (a tape records, or fx::trace watches): the
 // first-order shortcuts that call kernels directly or write in place are then off.
-inline bool must_compose() { return recording_depth != 0 || tracing_depth != 0; }
+inline bool must_compose() { return recording_depth != 0 || top_interpreter != nullptr; }
 // Throws fx::Error naming p, its inputs and its output when out holds a NaN or an infinity.
 void check_forward_anomaly(const Primitive& p, std::span<const Tensor> in, const Tensor& out);
 // The same for the cotangent dy of p's output before its pullback runs (the seed, or a sum of
@@ -176,8 +226,8 @@ Tensor untagged_view(const Tensor& x);
 // Applies a primitive: forward, then record when a differentiation is watching. Anomaly mode
 // costs one predictable branch here when it is off.
 inline Tensor bind(const Primitive& p, std::span<const Tensor> in, const Params& params = {}) {
-  if (detail::tracing_depth != 0) [[unlikely]]
-    return detail::bind_traced(p, in, params);
+  if (detail::top_interpreter) [[unlikely]]
+    return detail::top_interpreter->process(p, in, params);
   Tensor out = p.forward(p, in, params);
   if (detail::anomaly_checks) [[unlikely]]
     detail::check_forward_anomaly(p, in, out);

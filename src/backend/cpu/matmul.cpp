@@ -116,7 +116,8 @@ bool blas_runs_in_our_team() {
 // Threads for a product of m n k multiply-adds whose C is split into `split` rows (or columns).
 int gemm_threads(int64_t split, int64_t mnk) {
   if (!blas_runs_in_our_team() || mnk < kParallelGemm || omp_in_parallel()) return 1;
-  return int(std::min<int64_t>(omp_get_max_threads(), split / kGemmRowsMin));
+  // At least one: a single-row product (a one-example gradient) must not get a team of none.
+  return int(std::max<int64_t>(1, std::min<int64_t>(omp_get_max_threads(), split / kGemmRowsMin)));
 }
 
 template void gemm<float>(bool, bool, int64_t, int64_t, int64_t, const float*, int64_t,

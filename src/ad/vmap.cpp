@@ -1,0 +1,151 @@
+// The batching interpreter behind fx::vmap: batched values are handles without data whose
+// storage carries the stored tensor (batch on axis 0); bind hands every application with a
+// batched input to the primitive's batching rule, below this interpreter, and the tapes begun
+// inside the vmap record the application on the handles.
+#include "fluxion/ad/vmap.hpp"
+
+#include <atomic>
+
+#include "fluxion/ops/primitive.hpp"
+#include "fluxion/ops/view.hpp"
+#include "ops/batching.hpp"
+
+namespace fx::detail {
+
+namespace {
+std::atomic<uint64_t> next_level{1};
+
+struct BatchedValue final : StorageExtra {
+  BatchedValue(Tensor v, uint64_t l) : stored(std::move(v)), level(l) {}
+  Tensor stored;  // batch on axis 0
+  uint64_t level;
+};
+
+// x with axis `from` moved to position `to`, the others in order.
+Tensor move_axis(const Tensor& x, int from, int to) {
+  Shape perm;
+  for (int d = 0; d < x.ndim(); ++d)
+    if (d != from) perm.push_back(d);
+  Shape out;
+  for (int d = 0, k = 0; d < x.ndim(); ++d) out.push_back(d == to ? from : perm[k++]);
+  return permute(x, out);
+}
+
+BatchedValue* batched_value(const Tensor& x) {
+  StorageExtra* e = x.storage()->extra;
+  return e ? dynamic_cast<BatchedValue*>(e) : nullptr;
+}
+}  // namespace
+
+class BatchInterpreter final : public Interpreter {
+ public:
+  uint64_t level = next_level.fetch_add(1, std::memory_order_relaxed);
+  int64_t size = -1;
+  int tape_base = 0;
+
+  // The handle of a batched value of this level.
+  Tensor wrap(const Tensor& stored) const {
+    TensorImpl* p = TensorImpl::create();
+    p->dtype = stored.dtype();
+    p->shape = Shape(std::span<const int64_t>(stored.shape().data() + 1, stored.ndim() - 1));
+    p->strides = contiguous_strides(p->shape);
+    p->storage = Storage::create_placeholder(stored.device(), new BatchedValue(stored, level));
+    return Tensor(p);
+  }
+
+  // x's batched value when it is one of this level's; null for a value the batch shares (an
+  // ordinary tensor, or one batched by an enclosing vmap).
+  const BatchedValue* ours(const Tensor& x) const {
+    const BatchedValue* v = batched_value(x);
+    if (!v || v->level == level) return v;
+    for (const Interpreter* it = below; it; it = it->below)
+      if (auto* b = dynamic_cast<const BatchInterpreter*>(it); b && b->level == v->level)
+        return nullptr;
+    fail("fx::vmap: a batched value ", x.shape(),
+         " escaped the fx::vmap that made it (kept past its end, or from an inner vmap)");
+  }
+
+  Tensor process(const Primitive& p, std::span<const Tensor> in, const Params& params) override {
+    std::vector<Tensor> stored(in.begin(), in.end());
+    uint64_t mask = 0;
+    for (size_t i = 0; i < in.size(); ++i) {
+      if (!in[i].defined()) continue;
+      if (const BatchedValue* v = ours(in[i])) {
+        FX_CHECK(i < 64, "fx::vmap: '", p.name, "' has more than 64 inputs");
+        stored[i] = v->stored;
+        mask |= uint64_t(1) << i;
+      }
+    }
+    // The levels below evaluate (and their tapes record) the application itself when nothing of
+    // this level is among its inputs, or else this level's rule. Either way the tapes begun
+    // inside this vmap record it here, on the handles, with this interpreter in place: their
+    // pullbacks and pushforwards may meet batched values (a batched tangent) even when the
+    // inputs are not.
+    if (!mask) {
+      Tensor out;
+      {
+        const CutInterpreters cut(this, tape_base);
+        out = bind(p, in, params);
+      }
+      if (recording_depth > tape_base && p.pullback) record_levels(tape_base, p, in, out, params);
+      return out;
+    }
+    Tensor out_stored;
+    {
+      const CutInterpreters cut(this, tape_base);
+      const BatchArgs args{stored, mask, size, params};
+      out_stored = p.batch ? p.batch(p, args) : batch_by_loop(p, args);
+    }
+    FX_CHECK(out_stored.defined() && out_stored.ndim() >= 1 && out_stored.shape()[0] == size,
+             "fx::vmap: the batching rule of '", p.name, "' gave ",
+             out_stored.defined() ? out_stored.shape().to_string() : "nothing", " for a batch of ",
+             size);
+    Tensor out = wrap(out_stored);
+    if (recording_depth > tape_base && p.pullback) record_levels(tape_base, p, in, out, params);
+    return out;
+  }
+};
+
+VmapScope::VmapScope() : it_(std::make_unique<BatchInterpreter>()) {}
+
+VmapScope::~VmapScope() {
+  if (open_) close();
+}
+
+Tensor VmapScope::enter(const Tensor& x, int axis) {
+  const int a = normalize_axis(axis, x.ndim(), "fx::vmap");
+  const int64_t n = x.shape()[a];
+  FX_CHECK(it_->size < 0 || it_->size == n, "fx::vmap: mapped axes of sizes ", it_->size, " and ",
+           n, " (argument ", x.shape(), ", axis ", axis, ")");
+  it_->size = n;
+  return it_->wrap(a == 0 ? x : move_axis(x, a, 0));
+}
+
+void VmapScope::open() {
+  FX_CHECK(it_->size >= 0, "fx::vmap: no argument is mapped (every in_axes entry is unmapped, or "
+                           "no argument holds a tensor)");
+  it_->below = top_interpreter;
+  it_->tape_base = recording_depth;
+  top_interpreter = it_.get();
+  open_ = true;
+}
+
+void VmapScope::close() {
+  FX_CHECK(top_interpreter == it_.get(), "fx::vmap: interpreters ended out of order");
+  top_interpreter = it_->below;
+  open_ = false;
+}
+
+Tensor VmapScope::leave(const Tensor& r, int axis) const {
+  const BatchedValue* v = batched_value(r);
+  Tensor stored;
+  if (v && v->level == it_->level) {
+    stored = v->stored;
+  } else {  // the same for every example
+    stored = expand(unsqueeze(r, 0), with_batch(it_->size, r.shape()));
+  }
+  const int a = normalize_axis(axis, stored.ndim(), "fx::vmap (out_axes)");
+  return a == 0 ? stored : move_axis(stored, 0, a);
+}
+
+}  // namespace fx::detail
