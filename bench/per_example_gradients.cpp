@@ -13,7 +13,7 @@
 
 #include <fluxion/ad/reverse.hpp>
 #include <fluxion/ad/vmap.hpp>
-#include <fluxion/data/dataset.hpp>
+#include <fluxion/data/idx.hpp>
 #include <fluxion/nn.hpp>
 #include <fluxion/ops.hpp>
 

@@ -6,8 +6,8 @@
 //   Tensor x = fx::randn({3}, fx::f64), v = fx::randn({3}, fx::f64), v2 = fx::ones({3}, fx::f64);
 //   auto [y, dy] = fx::jvp(f, x, v);                  // y = f(x), dy = J v
 //   auto push = fx::pushforward(f, x);  Tensor dy2 = push(v2);
-//   Tensor J = fx::jacobian(f, x);                    // reverse mode: one pullback per output
-//   Tensor Jf = fx::jacobian_forward(f, x);           // forward mode: one jvp per input
+//   Tensor J = fx::jacobian(f, x);                    // reverse mode: vmap of the pullback
+//   Tensor Jf = fx::jacobian_forward(f, x);           // forward mode: vmap of the jvp
 //   Tensor H = fx::hessian(loss, x);                  // forward over reverse: (3, 3)
 //   Tensor Hr = fx::hessian_reverse(loss, x);         // reverse over reverse
 //   Tensor Hv = fx::hvp(loss, x, v);                  // Hessian-vector product, no Hessian built
@@ -21,6 +21,7 @@
 #include <utility>
 
 #include "fluxion/ad/reverse.hpp"
+#include "fluxion/ad/vmap.hpp"
 #include "fluxion/ops.hpp"
 
 namespace fx {
@@ -60,6 +61,11 @@ inline Tensor basis(const Shape& s, int64_t i, DType t) {
   visit_floating(t, "fx::jacobian", [&]<class T>() { e.data<T>()[i] = T(1); });
   return reshape(e, s);
 }
+// The n x n identity, each row one basis vector.
+inline Tensor identity(int64_t n, DType t) {
+  Tensor i = arange(n, i64);
+  return astype(eq(unsqueeze(i, 1), i), t);
+}
 inline Shape concat_shapes(const Shape& a, const Shape& b) {
   Shape s = a;
   for (int64_t d : b) s.push_back(d);
@@ -67,21 +73,33 @@ inline Shape concat_shapes(const Shape& a, const Shape& b) {
 }
 }  // namespace ad::detail
 
-// Reverse mode: one pullback per element of y = f(x).
+// Reverse mode: the pullback of y = f(x), vmapped over the basis of y's cotangents (one
+// batched backward pass; complex outputs take one pullback per element).
 template <class F>
 Tensor jacobian(F f, const Tensor& x) {
   auto [y, back] = pullback(f, x);
+  Shape js = ad::detail::concat_shapes(y.shape(), x.shape());
+  if (y.numel() == 0) return zeros(js, x.dtype());
+  if (!is_complex(y.dtype())) {
+    Tensor basis = reshape(ad::detail::identity(y.numel(), y.dtype()), ad::detail::concat_shapes({y.numel()}, y.shape()));
+    return reshape(vmap([&](const Tensor& e) { return back(e); })(basis), js);
+  }
   std::vector<Tensor> rows;
   for (int64_t i = 0; i < y.numel(); ++i)
     rows.push_back(reshape(back(ad::detail::basis(y.shape(), i, y.dtype())), {-1}));
-  Shape js = ad::detail::concat_shapes(y.shape(), x.shape());
-  if (rows.empty()) return zeros(js, x.dtype());
   return reshape(stack(rows, 0), js);
 }
 
-// Forward mode: one jvp per element of x.
+// Forward mode: the jvp of f at x, vmapped over the basis of x's tangents (f's primal runs once).
 template <class F>
 Tensor jacobian_forward(F f, const Tensor& x) {
+  if (x.numel() == 0) return zeros(ad::detail::concat_shapes(f(x).shape(), x.shape()), x.dtype());
+  if (!is_complex(x.dtype())) {
+    Tensor basis = reshape(ad::detail::identity(x.numel(), x.dtype()), ad::detail::concat_shapes({x.numel()}, x.shape()));
+    Tensor cols = vmap([&](const Tensor& v) { return jvp(f, x, v).second; }, {0}, {-1})(basis);
+    Shape ys(std::span<const int64_t>(cols.shape().data(), cols.ndim() - 1));
+    return reshape(cols, ad::detail::concat_shapes(ys, x.shape()));
+  }
   std::vector<Tensor> cols;
   Shape ys;
   for (int64_t j = 0; j < x.numel(); ++j) {
@@ -89,7 +107,6 @@ Tensor jacobian_forward(F f, const Tensor& x) {
     ys = y.shape();
     cols.push_back(reshape(dy, {-1}));
   }
-  if (cols.empty()) return zeros(ad::detail::concat_shapes(f(x).shape(), x.shape()), x.dtype());
   return reshape(stack(cols, 1), ad::detail::concat_shapes(ys, x.shape()));
 }
 
