@@ -51,13 +51,16 @@ int main(int argc, char** argv) {
 
   auto grad_one = [&](const fx::Tensor& x, const fx::Tensor& y) {
     return fx::gradient(
-        [&](const Mlp& m) { return fx::logitcrossentropy(m(fx::reshape(x, {1, 784})), fx::reshape(y, {1})); },
+        [&](const Mlp& m) {
+          return fx::logitcrossentropy(m(fx::reshape(x, {1, 784})), fx::reshape(y, {1}));
+        },
         model);
   };
   auto by_vmap = [&] { return fx::vmap(grad_one)(xs, ys); };
   auto by_loop = [&] {
     std::vector<Mlp> each;
-    for (int64_t b = 0; b < batch; ++b) each.push_back(grad_one(fx::select(xs, 0, b), fx::select(ys, 0, b)));
+    for (int64_t b = 0; b < batch; ++b)
+      each.push_back(grad_one(fx::select(xs, 0, b), fx::select(ys, 0, b)));
     Mlp out = each[0];
     std::vector<fx::Tensor> parts;
     size_t leaf = 0;
@@ -66,7 +69,11 @@ int main(int argc, char** argv) {
           parts.clear();
           for (Mlp& g : each) {
             size_t k = 0;
-            fx::zip_tensors([&](fx::Tensor& u) { if (k++ == leaf) parts.push_back(u); }, g);
+            fx::zip_tensors(
+                [&](fx::Tensor& u) {
+                  if (k++ == leaf) parts.push_back(u);
+                },
+                g);
           }
           t = fx::stack(parts, 0);
           ++leaf;

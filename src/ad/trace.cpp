@@ -115,8 +115,9 @@ void trace_alias(const Tensor& of, const Tensor& alias) {
 
 TraceScope::TraceScope() : graph_(std::make_unique<Graph>()) {
   FX_CHECK(!current, "fx::trace: tracing inside a traced function is not supported");
-  FX_CHECK(!top_interpreter, "fx::trace: tracing inside fx::vmap is not supported (vmap inside "
-                             "a traced function is)");
+  FX_CHECK(!top_interpreter,
+           "fx::trace: tracing inside fx::vmap is not supported (vmap inside "
+           "a traced function is)");
   current = new TraceState(graph_.get());
   top_interpreter = current;
   ++tracing_depth;

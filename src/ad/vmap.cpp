@@ -122,8 +122,9 @@ Tensor VmapScope::enter(const Tensor& x, int axis) {
 }
 
 void VmapScope::open() {
-  FX_CHECK(it_->size >= 0, "fx::vmap: no argument is mapped (every in_axes entry is unmapped, or "
-                           "no argument holds a tensor)");
+  FX_CHECK(it_->size >= 0,
+           "fx::vmap: no argument is mapped (every in_axes entry is unmapped, or "
+           "no argument holds a tensor)");
   it_->below = top_interpreter;
   it_->tape_base = recording_depth;
   top_interpreter = it_.get();

@@ -62,7 +62,8 @@ Tensor batch_by_loop(const Primitive& p, const BatchArgs& a) {
   std::vector<Tensor> outs, in(a.in.size());
   outs.reserve(size_t(a.size));
   for (int64_t b = 0; b < a.size; ++b) {
-    for (size_t i = 0; i < in.size(); ++i) in[i] = a.is_batched(i) ? select(a.in[i], 0, b) : a.in[i];
+    for (size_t i = 0; i < in.size(); ++i)
+      in[i] = a.is_batched(i) ? select(a.in[i], 0, b) : a.in[i];
     outs.push_back(bind(p, std::span<const Tensor>(in), a.params));
   }
   return stack(outs, 0);

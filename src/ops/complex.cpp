@@ -33,19 +33,22 @@ Primitive real_p{.name = "real",
                  .forward = complex_to_real_forward,
                  .pullback = [](const PullbackArgs&, const Tensor& dy,
                                 Tensor* dx) { dx[0] = astype(dy, complex_dtype(dy.dtype())); },
-                 .jvp = linear_jvp, .batch = detail::batch_elementwise};
+                 .jvp = linear_jvp,
+                 .batch = detail::batch_elementwise};
 
 Primitive imag_p{.name = "imag",
                  .forward = complex_to_real_forward,
                  .pullback = [](const PullbackArgs&, const Tensor& dy,
                                 Tensor* dx) { dx[0] = complex(expanded_zeros_like(dy), dy); },
-                 .jvp = linear_jvp, .batch = detail::batch_elementwise};
+                 .jvp = linear_jvp,
+                 .batch = detail::batch_elementwise};
 
 Primitive conj_p{
     .name = "conj",
     .forward = elementwise_forward,
     .pullback = [](const PullbackArgs&, const Tensor& dy, Tensor* dx) { dx[0] = conj(dy); },
-    .jvp = linear_jvp, .batch = detail::batch_elementwise};
+    .jvp = linear_jvp,
+    .batch = detail::batch_elementwise};
 
 // arg z = atan2(y, x): d arg = (x dy - y dx) / |z|^2, so the cotangent is g (-y + i x).
 Primitive angle_p{.name = "angle",
@@ -62,7 +65,8 @@ Primitive angle_p{.name = "angle",
                     const Tensor& z = a.input(0);
                     Tensor x = real(z), y = imag(z);
                     return safe_ratio(x * imag(dz[0]) - y * real(dz[0]), x * x + y * y);
-                  }, .batch = detail::batch_elementwise};
+                  },
+                  .batch = detail::batch_elementwise};
 
 // |z|: d|z| = (x dx + y dy) / |z|, so the cotangent is (dy / |z|) z (zero at z = 0).
 Primitive complex_abs_p{.name = "complex_abs",
@@ -78,7 +82,8 @@ Primitive complex_abs_p{.name = "complex_abs",
                           const Tensor& z = a.input(0);
                           return safe_ratio(real(z) * real(dz[0]) + imag(z) * imag(dz[0]),
                                             a.output());
-                        }, .batch = detail::batch_elementwise};
+                        },
+                        .batch = detail::batch_elementwise};
 
 // re + i im from two real tensors of one shape and dtype.
 Primitive complex_p{.name = "complex",
@@ -94,7 +99,8 @@ Primitive complex_p{.name = "complex",
                           if (a.wants(0)) dx[0] = real(dy);
                           if (a.wants(1)) dx[1] = imag(dy);
                         },
-                    .jvp = linear_jvp, .batch = detail::batch_elementwise};
+                    .jvp = linear_jvp,
+                    .batch = detail::batch_elementwise};
 
 namespace {
 void check_defined(const Tensor& x, const char* op) {

@@ -7,8 +7,8 @@
 #include "fluxion/ops/create.hpp"
 #include "fluxion/ops/primitives.hpp"
 #include "fluxion/ops/view.hpp"
-#include "ops/fused.hpp"
 #include "ops/batching.hpp"
+#include "ops/fused.hpp"
 
 namespace fx {
 
@@ -42,8 +42,8 @@ Primitive neg_p{
     .name = "neg", .forward = elementwise_forward, .pullback = FX_PULLBACK{dx[0] = neg(dy);
 (void)a;
 }  // namespace fx
-, .jvp = linear_jvp
-, .batch = detail::batch_elementwise}
+, .jvp = linear_jvp, .batch = detail::batch_elementwise
+}
 ;
 // relu' is taken as 0 at 0 (as in PyTorch and Flux).
 Primitive relu_p{.name = "relu",
@@ -53,7 +53,8 @@ Primitive relu_p{.name = "relu",
 if (!fused_pullback(relu_backward_p, dy, y, dx[0])) dx[0] = where(y > 0.0, dy, 0.0);
 }
 , .jvp = FX_JVP { return where(a.output() > 0.0, dx[0], 0.0); }
-, .batch = detail::batch_elementwise}
+, .batch = detail::batch_elementwise
+}
 ;
 Primitive abs_p{.name = "abs",
                 .forward = elementwise_forward,
@@ -61,7 +62,8 @@ Primitive abs_p{.name = "abs",
                 .pullback = FX_PULLBACK{dx[0] = dy * sign(a.input(0));
 }
 , .jvp = FX_JVP { return dx[0] * sign(a.input(0)); }
-, .batch = detail::batch_elementwise}
+, .batch = detail::batch_elementwise
+}
 ;
 // square is x * x as one entry: its pullback is one pass (dy * 2x, fused when nothing records)
 // where x * x's was two products and their sum, over tensors as large as x.
@@ -73,10 +75,12 @@ if (!fused_pullback(square_backward_p, dy, x, dx[0], a.reusable_input(0)))
   dx[0] = mul_conj(dy, x * 2.0);
 }
 , .jvp = FX_JVP { return dx[0] * (a.input(0) * 2.0); }
-, .batch = detail::batch_elementwise}
+, .batch = detail::batch_elementwise
+}
 ;
 // sign is piecewise constant: no pullback, so its output is never tracked (a zero cotangent).
-Primitive sign_p{.name = "sign", .forward = elementwise_forward, .batch = detail::batch_elementwise};
+Primitive sign_p{
+    .name = "sign", .forward = elementwise_forward, .batch = detail::batch_elementwise};
 
 // ---- with a number s = params.s
 Primitive add_scalar_p{
@@ -87,14 +91,15 @@ Primitive add_scalar_p{
   (void)a;
   return dx[0];
 }
-, .batch = detail::batch_elementwise}
+, .batch = detail::batch_elementwise
+}
 ;
 Primitive mul_scalar_p{.name = "mul_scalar",
                        .forward = elementwise_forward,
                        .pullback = FX_PULLBACK{dx[0] = dy * a.params().s;
 }
-, .jvp = linear_jvp
-, .batch = detail::batch_elementwise}
+, .jvp = linear_jvp, .batch = detail::batch_elementwise
+}
 ;
 Primitive pow_scalar_p{.name = "pow_scalar",
                        .forward = elementwise_forward,
@@ -106,7 +111,8 @@ if (s != 0) dx[0] = mul_conj(dy, pow(a.input(0), s - 1) * s);
   double s = a.params().s;
   return s == 0 ? Tensor() : dx[0] * (pow(a.input(0), s - 1) * s);
 }
-, .batch = detail::batch_elementwise}
+, .batch = detail::batch_elementwise
+}
 ;
 
 // ---- binary on equal shapes (the public functions expand first)
@@ -118,7 +124,8 @@ dx[1] = dy;
   (void)a;
   return plus(dx[0], dx[1]);
 }
-, .batch = detail::batch_elementwise}
+, .batch = detail::batch_elementwise
+}
 ;
 Primitive sub_p{.name = "sub", .forward = elementwise_forward, .pullback = FX_PULLBACK{dx[0] = dy;
 if (a.wants(1)) dx[1] = neg(dy);
@@ -127,7 +134,8 @@ if (a.wants(1)) dx[1] = neg(dy);
   (void)a;
   return plus(dx[0], dx[1].defined() ? neg(dx[1]) : Tensor());
 }
-, .batch = detail::batch_elementwise}
+, .batch = detail::batch_elementwise
+}
 ;
 Primitive mul_p{
     .name = "mul",
@@ -142,7 +150,8 @@ if (a.wants(1)) dx[1] = mul_conj(dy, a.input(0));
   return plus(dx[0].defined() ? dx[0] * a.input(1) : Tensor(),
               dx[1].defined() ? a.input(0) * dx[1] : Tensor());
 }
-, .batch = detail::batch_elementwise}
+, .batch = detail::batch_elementwise
+}
 ;
 Primitive div_p{.name = "div",
                 .forward = elementwise_forward,
@@ -156,7 +165,8 @@ dx[0] = std::move(g);
   return plus(dx[0].defined() ? dx[0] / b : Tensor(),
               dx[1].defined() ? neg(dx[1] * a.output() / b) : Tensor());
 }
-, .batch = detail::batch_elementwise}
+, .batch = detail::batch_elementwise
+}
 ;
 Primitive pow_p{.name = "pow",
                 .forward = elementwise_forward,
@@ -171,7 +181,8 @@ if (a.wants(1)) dx[1] = where(x > 0.0, dy*(a.output() * log(x)), 0.0);
   return plus(dx[0].defined() ? dx[0] * (e * pow(x, e - 1.0)) : Tensor(),
               dx[1].defined() ? where(x > 0.0, dx[1] * (a.output() * log(x)), 0.0) : Tensor());
 }
-, .batch = detail::batch_elementwise}
+, .batch = detail::batch_elementwise
+}
 ;
 Primitive maximum_p{.name = "maximum",
                     .forward = elementwise_forward,
@@ -181,7 +192,8 @@ if (a.wants(0)) dx[0] = where(first, dy, 0.0);
 if (a.wants(1)) dx[1] = where(first, 0.0, dy);
 }
 , .jvp = FX_JVP { return where(a.input(0) >= a.input(1), or_zeros(a, dx, 0), or_zeros(a, dx, 1)); }
-, .batch = detail::batch_elementwise}
+, .batch = detail::batch_elementwise
+}
 ;
 Primitive minimum_p{.name = "minimum",
                     .forward = elementwise_forward,
@@ -191,7 +203,8 @@ if (a.wants(0)) dx[0] = where(first, dy, 0.0);
 if (a.wants(1)) dx[1] = where(first, 0.0, dy);
 }
 , .jvp = FX_JVP { return where(a.input(0) <= a.input(1), or_zeros(a, dx, 0), or_zeros(a, dx, 1)); }
-, .batch = detail::batch_elementwise}
+, .batch = detail::batch_elementwise
+}
 ;
 
 // ---- comparisons: bool outputs, never differentiated
@@ -205,7 +218,8 @@ Primitive ge_p{.name = "ge", .forward = compare_forward, .batch = detail::batch_
 // ---- finiteness: bool outputs shaped like the input, never differentiated
 Primitive isnan_p{.name = "isnan", .forward = compare_forward, .batch = detail::batch_elementwise};
 Primitive isinf_p{.name = "isinf", .forward = compare_forward, .batch = detail::batch_elementwise};
-Primitive isfinite_p{.name = "isfinite", .forward = compare_forward, .batch = detail::batch_elementwise};
+Primitive isfinite_p{
+    .name = "isfinite", .forward = compare_forward, .batch = detail::batch_elementwise};
 
 // ---- selection and conversion
 Primitive where_p{.name = "where",
@@ -219,8 +233,8 @@ Primitive where_p{.name = "where",
                   .pullback = FX_PULLBACK{if (a.wants(1)) dx[1] = where(a.input(0), dy, 0.0);
 if (a.wants(2)) dx[2] = where(a.input(0), 0.0, dy);
 }
-, .jvp = linear_jvp
-, .batch = detail::batch_elementwise}
+, .jvp = linear_jvp, .batch = detail::batch_elementwise
+}
 ;
 Primitive astype_p{
     .name = "astype",
@@ -234,8 +248,8 @@ Primitive astype_p{
                             // real part of the cotangent.
                             dx[0] = astype(real(dy), DType(a.params().i[0]));
 }
-, .jvp = linear_jvp
-, .batch = detail::batch_elementwise}
+, .jvp = linear_jvp, .batch = detail::batch_elementwise
+}
 ;
 Primitive copy_p{.name = "copy", .forward = elementwise_forward, .pullback = FX_PULLBACK{dx[0] = dy;
 (void)a;
@@ -244,7 +258,8 @@ Primitive copy_p{.name = "copy", .forward = elementwise_forward, .pullback = FX_
   (void)a;
   return dx[0];
 }
-, .batch = detail::batch_elementwise}
+, .batch = detail::batch_elementwise
+}
 ;
 
 // ---- the math functions of the table (fluxion/ops/elementwise_defs.hpp): entry, pullback,
@@ -330,7 +345,7 @@ constexpr uint32_t saves_of(elem::Reads r) {
                    .forward = elementwise_forward,                   \
                    .saves = saves::inputs | saves::output,           \
                    .pullback = table_binary_pullback<elem::op##_op>, \
-                   .jvp = table_binary_jvp<elem::op##_op>,          \
+                   .jvp = table_binary_jvp<elem::op##_op>,           \
                    .batch = detail::batch_elementwise};
 FX_ELEMENTWISE_UNARY(FX_DEFINE_UNARY)
 FX_ELEMENTWISE_BINARY(FX_DEFINE_BINARY)

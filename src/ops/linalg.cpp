@@ -120,7 +120,8 @@ Primitive matmul_p{
           Tensor r = dx[1].defined() ? matmul(a.input(0), dx[1]) : Tensor();
           if (!l.defined()) return r;
           return r.defined() ? l + r : l;
-        }, .batch = matmul_batch};
+        },
+    .batch = matmul_batch};
 
 Tensor matmul(const Tensor& a0, const Tensor& b0) {
   FX_CHECK(a0.defined() && b0.defined(), "fx::matmul: undefined tensor");

@@ -77,7 +77,8 @@ Tensor linear_batch(const Primitive& p, const BatchArgs& a) {
   if (!a.is_batched(1) && !(bias && a.is_batched(2))) {
     const int64_t m = x.shape()[1], k = x.shape()[2], n = a.in[1].shape()[0];
     const Tensor rows = reshape(x, {a.size * m, k});
-    Tensor y = bias ? bind(p, {rows, a.in[1], a.in[2]}, a.params) : bind(p, {rows, a.in[1]}, a.params);
+    Tensor y =
+        bias ? bind(p, {rows, a.in[1], a.in[2]}, a.params) : bind(p, {rows, a.in[1]}, a.params);
     return reshape(y, {a.size, m, n});
   }
   Tensor z = matmul(x, transpose(a.in[1], -2, -1));

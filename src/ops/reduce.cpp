@@ -5,8 +5,8 @@
 #include "fluxion/ops/elementwise.hpp"
 #include "fluxion/ops/primitives.hpp"
 #include "fluxion/ops/view.hpp"
-#include "ops/fused.hpp"
 #include "ops/batching.hpp"
+#include "ops/fused.hpp"
 
 namespace fx {
 
@@ -122,17 +122,20 @@ Primitive sum_p{.name = "sum",
                 .forward = reduce_forward,
                 .pullback = [](const PullbackArgs& a, const Tensor& dy,
                                Tensor* dx) { dx[0] = unreduce(dy, a.params()); },
-                .jvp = linear_jvp, .batch = detail::batch_reduce};
+                .jvp = linear_jvp,
+                .batch = detail::batch_reduce};
 Primitive max_p{.name = "max",
                 .forward = reduce_forward,
                 .saves = saves::input(0) | saves::output,
                 .pullback = extremum_pullback,
-                .jvp = extremum_jvp, .batch = detail::batch_reduce};
+                .jvp = extremum_jvp,
+                .batch = detail::batch_reduce};
 Primitive min_p{.name = "min",
                 .forward = reduce_forward,
                 .saves = saves::input(0) | saves::output,
                 .pullback = extremum_pullback,
-                .jvp = extremum_jvp, .batch = detail::batch_reduce};
+                .jvp = extremum_jvp,
+                .batch = detail::batch_reduce};
 // dy exp(x - y) for logsumexp's pullback, with dy and y already expanded to x's shape: one
 // fused kernel (no x - y and exp(x - y) temporaries) when nothing records the backward pass and
 // the device has it, else the composed, differentiable form (see ops/fused.hpp).
@@ -160,7 +163,8 @@ Primitive logsumexp_p{
         [](const JvpArgs& a, const Tensor* dx) {
           const Params& p = a.params();
           return bind(sum_p, {dx[0] * exp(a.input(0) - unreduce(a.output(), p))}, p);
-        }, .batch = detail::batch_reduce};
+        },
+    .batch = detail::batch_reduce};
 // sum(x^2) as one reduction: the composite's squared temporary (a write and a read as large as
 // x, the GMM's (K, N, D)) is never made. The pullback is square's, dy (brought back over the
 // reduced axes) * 2x: one fused pass when nothing records.
@@ -178,7 +182,8 @@ Primitive sum_squares_p{
             dx[0] = d * (x * 2.0);
         },
     .jvp = [](const JvpArgs& a,
-              const Tensor* dx) { return bind(sum_p, {dx[0] * (a.input(0) * 2.0)}, a.params()); }, .batch = detail::batch_reduce};
+              const Tensor* dx) { return bind(sum_p, {dx[0] * (a.input(0) * 2.0)}, a.params()); },
+    .batch = detail::batch_reduce};
 // any and all: bool outputs over the reduced axes, never differentiated.
 Primitive any_p{.name = "any", .forward = bool_reduce_forward, .batch = detail::batch_reduce};
 Primitive all_p{.name = "all", .forward = bool_reduce_forward, .batch = detail::batch_reduce};

@@ -113,7 +113,7 @@ Tensor concat_batch(const Primitive& p, const BatchArgs& a) {
 Primitive reshape_p{.name = "reshape",
                     .forward = reshape_forward,
                     .pullback = FX_PULLBACK{dx[0] = reshape(dy, list_shape(a.params()));
-}
+}  // namespace fx
 ,
     // Not linear_jvp: the forward assumes a contiguous input, which a tangent need not be.
     .jvp = [](const JvpArgs& a, const Tensor* dx) { return reshape(dx[0], a.output().shape()); },
@@ -127,8 +127,8 @@ Shape inv = perm;
 for (int d = 0; d < perm.size(); ++d) inv[int(perm[d])] = d;
 dx[0] = permute(dy, inv);
 }
-, .jvp = linear_jvp
-, .batch = permute_batch}
+, .jvp = linear_jvp, .batch = permute_batch
+}
 ;
 // In a first-order pass a later slice of the same tensor (the four gates of an LSTM cell) adds
 // dy into its part of the cotangent summed so far: one small add where pad_slice would fill a
@@ -149,8 +149,8 @@ Primitive slice_p{
 if (Tensor* acc = a.accumulator(0); acc && add_into_slice(*acc, dy, p)) return;
 dx[0] = bind(pad_slice_p, {dy}, p);
 }
-, .jvp = linear_jvp
-, .batch = slice_like_batch}
+, .jvp = linear_jvp, .batch = slice_like_batch
+}
 ;
 // pad_slice(dy) = zeros(shape) with dy written at the slice: the adjoint of slice.
 Primitive pad_slice_p{.name = "pad_slice",
@@ -158,8 +158,8 @@ Primitive pad_slice_p{.name = "pad_slice",
                       .pullback = FX_PULLBACK{const Params& p = a.params();
 dx[0] = slice(dy, p.i[0], p.i[1], p.i[1] + (p.i[2] - 1) * p.i[3] + 1, p.i[3]);
 }
-, .jvp = linear_jvp
-, .batch = slice_like_batch}
+, .jvp = linear_jvp, .batch = slice_like_batch
+}
 ;
 // slice_set(base, value) = base with value written at a slice: what element and slice
 // assignment record (fluxion/ops/inplace.hpp). Params as slice's; shape = base shape.
@@ -176,15 +176,15 @@ Tensor part = slice(dy, p.i[0], p.i[1], stop, p.i[3]);
 if (a.wants(0)) dx[0] = bind(slice_set_p, {dy, expanded_zeros_like(part)}, p);
 if (a.wants(1)) dx[1] = part;
 }
-, .jvp = linear_jvp
-, .batch = slice_like_batch}
+, .jvp = linear_jvp, .batch = slice_like_batch
+}
 ;
 Primitive expand_p{.name = "expand",
                    .forward = expand_forward,
                    .pullback = FX_PULLBACK{dx[0] = sum_to(dy, list_shape(a.params()));
 }
-, .jvp = linear_jvp
-, .batch = expand_batch}
+, .jvp = linear_jvp, .batch = expand_batch
+}
 ;
 Primitive concat_p{.name = "concat",
                    .forward = concat_forward,
@@ -195,8 +195,8 @@ for (size_t i = 0; i < p.list.size(); ++i) {
   at += p.list[i];
 }
 }
-, .jvp = linear_jvp
-, .batch = concat_batch}
+, .jvp = linear_jvp, .batch = concat_batch
+}
 ;
 #undef FX_PULLBACK
 

@@ -40,7 +40,7 @@ TEST(Vmap, MapsAxisZeroAndSharesUnmappedArguments) {
 TEST(Vmap, InAxesAndOutAxesChooseTheMappedAxes) {
   auto f = [](const Tensor& x, const Tensor& y) { return matmul(x, y); };
   Tensor xs = randn({2, 4, 3}, f64), ys = randn({3, 5, 4}, f64);  // map axis 1 and axis 2
-  Tensor got = vmap(f, {1, 2}, {2})(xs, ys);                    // (2, 5, 4): batch last
+  Tensor got = vmap(f, {1, 2}, {2})(xs, ys);                      // (2, 5, 4): batch last
   Tensor want = loop(4, [&](int64_t b) { return f(select(xs, 1, b), select(ys, 2, b)); });
   expect_close(got, permute(want, {1, 2, 0}));
 }
@@ -71,9 +71,11 @@ TEST(Vmap, PerExampleGradientsOfAnMlpEqualALoop) {
                          nn::Dense(randn({3, 5}, f64), randn({3}, f64)));
   Tensor xs = randn({7, 6}, f64), ys = astype(rand({7}, f64) * 3.0, i64);
   auto grad_one = [&](const Tensor& x, const Tensor& y) {
-    return gradient([&](const auto& m) {
-      return logitcrossentropy(m(reshape(x, {1, 6})), reshape(y, {1}));
-    }, model);
+    return gradient(
+        [&](const auto& m) {
+          return logitcrossentropy(m(reshape(x, {1, 6})), reshape(y, {1}));
+        },
+        model);
   };
   auto got = vmap(grad_one)(xs, ys);
   for (int64_t b = 0; b < 7; ++b) {
@@ -92,17 +94,21 @@ TEST(Vmap, PerExampleGradientsOfTheFashionMnistMlpInF32) {
   auto model = nn::Chain(nn::Dense(784, 256, relu, gen), nn::Dense(256, 128, relu, gen),
                          nn::Dense(128, 10, identity, gen));
   auto grad_one = [&](const Tensor& x, const Tensor& y) {
-    return gradient([&](const auto& m) {
-      return logitcrossentropy(m(reshape(x, {1, 784})), reshape(y, {1}));
-    }, model);
+    return gradient(
+        [&](const auto& m) {
+          return logitcrossentropy(m(reshape(x, {1, 784})), reshape(y, {1}));
+        },
+        model);
   };
   auto got = vmap(grad_one)(xs, ys);
   for (int64_t b = 0; b < n; ++b) {
     auto want = grad_one(select(xs, 0, b), select(ys, 0, b));
-    zip_tensors([&](Tensor& g, Tensor& w) {
-      ASSERT_EQ(g.dtype(), f32);
-      expect_close(select(g, 0, b), w, 1e-6);
-    }, got, want);
+    zip_tensors(
+        [&](Tensor& g, Tensor& w) {
+          ASSERT_EQ(g.dtype(), f32);
+          expect_close(select(g, 0, b), w, 1e-6);
+        },
+        got, want);
   }
 }
 
@@ -110,7 +116,8 @@ TEST(Vmap, NestedVmapEqualsADoubleLoop) {
   auto f = [](const Tensor& x, const Tensor& y) { return sum(x * y) * exp(x); };
   Tensor xs = randn({3, 4}, f64), ys = randn({5, 4}, f64);
   // Outer over x, inner over y: an outer product of applications, (3, 5, 4).
-  Tensor got = vmap([&](const Tensor& x) { return vmap([&](const Tensor& y) { return f(x, y); })(ys); })(xs);
+  Tensor got =
+      vmap([&](const Tensor& x) { return vmap([&](const Tensor& y) { return f(x, y); })(ys); })(xs);
   Tensor want = loop(3, [&](int64_t i) {
     return loop(5, [&](int64_t j) { return f(select(xs, 0, i), select(ys, 0, j)); });
   });
@@ -121,15 +128,19 @@ TEST(Vmap, GradientOfAVmappedFunctionEqualsGradientOfTheLoop) {
   Tensor xs = randn({6, 3}, f64), w = randn({3}, f64);
   auto f = [](const Tensor& x, const Tensor& w) { return sum(sin(x * w)) * sum(w * w); };
   Tensor got = gradient([&](const Tensor& v) { return sum(vmap(f, {0, unmapped})(xs, v)); }, w);
-  Tensor want = gradient([&](const Tensor& v) {
-    Tensor s = zeros({}, f64);
-    for (int64_t b = 0; b < 6; ++b) s = s + f(select(xs, 0, b), v);
-    return s;
-  }, w);
+  Tensor want = gradient(
+      [&](const Tensor& v) {
+        Tensor s = zeros({}, f64);
+        for (int64_t b = 0; b < 6; ++b) s = s + f(select(xs, 0, b), v);
+        return s;
+      },
+      w);
   expect_close(got, want);
   // The batched value itself differentiated: gradient with respect to xs.
   Tensor gx = gradient([&](const Tensor& x) { return sum(vmap(f, {0, unmapped})(x, w)); }, xs);
-  Tensor gx_want = loop(6, [&](int64_t b) { return gradient([&](const Tensor& x) { return f(x, w); }, select(xs, 0, b)); });
+  Tensor gx_want = loop(6, [&](int64_t b) {
+    return gradient([&](const Tensor& x) { return f(x, w); }, select(xs, 0, b));
+  });
   expect_close(gx, gx_want);
 }
 
@@ -162,13 +173,18 @@ TEST(Vmap, PrimitivesWithoutARuleRunExampleByExample) {
     Tensor spd = matmul(a, transpose(a, 0, 1)) + linalg::eye(4, f64) * 4.0;
     return linalg::solve(spd, b);
   };
-  expect_close(vmap(f)(as, bs), loop(3, [&](int64_t k) { return f(select(as, 0, k), select(bs, 0, k)); }), 1e-10);
+  expect_close(vmap(f)(as, bs),
+               loop(3, [&](int64_t k) { return f(select(as, 0, k), select(bs, 0, k)); }), 1e-10);
 }
 
 TEST(Vmap, VmapInsideTraceIsTraced) {
   Tensor xs = randn({5, 3}, f64), w = randn({3}, f64);
   auto f = [](const Tensor& x, const Tensor& w) { return exp(x) * w; };
-  Graph g = trace([&](const Tensor& x, const Tensor& v) { return vmap(f, {0, unmapped})(x, v); }, xs, w);
+  Graph g = trace(
+      [&](const Tensor& x, const Tensor& v) {
+        return vmap(f, {0, unmapped})(x, v);
+      },
+      xs, w);
   expect_close(g(xs, w)[0], exp(xs) * w);
 }
 
@@ -192,7 +208,8 @@ TEST(Vmap, Errors) {
     EXPECT_NE(std::string(e.what()).find("vmap"), std::string::npos) << e.what();
   }
   // Mapped axes of different sizes.
-  EXPECT_THROW(vmap([](const Tensor& a, const Tensor& b) { return a + b; })(xs, randn({5, 3}, f64)), Error);
+  EXPECT_THROW(vmap([](const Tensor& a, const Tensor& b) { return a + b; })(xs, randn({5, 3}, f64)),
+               Error);
   // Nothing mapped.
   EXPECT_THROW(vmap([](const Tensor& a) { return a; }, {unmapped})(xs), Error);
   // A batched value kept past the end of its vmap.
@@ -205,9 +222,10 @@ TEST(Vmap, Errors) {
   // Writing a batched value into a tensor the batch shares.
   Tensor shared = zeros({3}, f64);
   EXPECT_THROW(vmap([&](const Tensor& x) {
-    shared += x;
-    return x;
-  })(xs), Error);
+                 shared += x;
+                 return x;
+               })(xs),
+               Error);
 }
 
 }  // namespace

@@ -315,11 +315,13 @@ TEST_P(PrimitiveRow, VmapEqualsALoopOverTheBatch) {
       }
       Tensor got;
       if (shared_rest) {
-        got = vmap([&](const Tensor& first, const Args& rest) {
-          Args args{first};
-          args.insert(args.end(), rest.begin() + 1, rest.end());
-          return row.f(args);
-        }, {0, unmapped})(batched[0], batched);
+        got = vmap(
+            [&](const Tensor& first, const Args& rest) {
+              Args args{first};
+              args.insert(args.end(), rest.begin() + 1, rest.end());
+              return row.f(args);
+            },
+            {0, unmapped})(batched[0], batched);
       } else {
         got = vmap([&](const Args& args) { return row.f(args); })(batched);
       }

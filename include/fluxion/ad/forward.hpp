@@ -81,7 +81,8 @@ Tensor jacobian(F f, const Tensor& x) {
   Shape js = ad::detail::concat_shapes(y.shape(), x.shape());
   if (y.numel() == 0) return zeros(js, x.dtype());
   if (!is_complex(y.dtype())) {
-    Tensor basis = reshape(ad::detail::identity(y.numel(), y.dtype()), ad::detail::concat_shapes({y.numel()}, y.shape()));
+    Tensor basis = reshape(ad::detail::identity(y.numel(), y.dtype()),
+                           ad::detail::concat_shapes({y.numel()}, y.shape()));
     return reshape(vmap([&](const Tensor& e) { return back(e); })(basis), js);
   }
   std::vector<Tensor> rows;
@@ -95,7 +96,8 @@ template <class F>
 Tensor jacobian_forward(F f, const Tensor& x) {
   if (x.numel() == 0) return zeros(ad::detail::concat_shapes(f(x).shape(), x.shape()), x.dtype());
   if (!is_complex(x.dtype())) {
-    Tensor basis = reshape(ad::detail::identity(x.numel(), x.dtype()), ad::detail::concat_shapes({x.numel()}, x.shape()));
+    Tensor basis = reshape(ad::detail::identity(x.numel(), x.dtype()),
+                           ad::detail::concat_shapes({x.numel()}, x.shape()));
     Tensor cols = vmap([&](const Tensor& v) { return jvp(f, x, v).second; }, {0}, {-1})(basis);
     Shape ys(std::span<const int64_t>(cols.shape().data(), cols.ndim() - 1));
     return reshape(cols, ad::detail::concat_shapes(ys, x.shape()));

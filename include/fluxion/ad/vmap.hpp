@@ -72,8 +72,8 @@ auto vmap(F f, std::vector<InAxis> in_axes = {}, std::vector<int> out_axes = {})
   return [f = std::move(f), in_axes = std::move(in_axes),
           out_axes = std::move(out_axes)](const auto&... args) {
     constexpr size_t n = sizeof...(args);
-    FX_CHECK(in_axes.empty() || in_axes.size() == n, "fx::vmap: ", in_axes.size(),
-             " in_axes for ", n, " arguments");
+    FX_CHECK(in_axes.empty() || in_axes.size() == n, "fx::vmap: ", in_axes.size(), " in_axes for ",
+             n, " arguments");
     detail::VmapScope scope;
     size_t k = 0;
     auto enter = [&](const auto& arg) {
