@@ -66,10 +66,9 @@ Tensor ctc_loss(const Tensor& logits_in, const Tensor& targets_in,
   if (t_len.empty()) t_len.assign(size_t(n), steps);
   if (s_len.empty()) s_len.assign(size_t(n), s_max);
   FX_CHECK(int64_t(t_len.size()) == n && int64_t(s_len.size()) == n, "fx::ctc_loss: ", n,
-           " sequences but ", t_len.size(), " input lengths and ", s_len.size(),
-           " target lengths");
-  std::vector<int64_t> labels = targets.dtype() == i64 ? read_labels<int64_t>(targets)
-                                                       : read_labels<int32_t>(targets);
+           " sequences but ", t_len.size(), " input lengths and ", s_len.size(), " target lengths");
+  std::vector<int64_t> labels =
+      targets.dtype() == i64 ? read_labels<int64_t>(targets) : read_labels<int32_t>(targets);
   for (int64_t b = 0; b < n; ++b) {
     FX_CHECK(t_len[b] >= 1 && t_len[b] <= steps, "fx::ctc_loss: input length ", t_len[b],
              " of sequence ", b, " is outside [1, ", steps, "]");
@@ -77,8 +76,8 @@ Tensor ctc_loss(const Tensor& logits_in, const Tensor& targets_in,
              " of sequence ", b, " is outside [0, ", s_max, "]");
     for (int64_t s = 0; s < s_len[b]; ++s) {
       int64_t l = labels[b * s_max + s];
-      FX_CHECK(l >= 0 && l < classes && l != blank, "fx::ctc_loss: label ", l, " at position (",
-               b, ", ", s, ") is not a class other than the blank ", blank, " of ", classes);
+      FX_CHECK(l >= 0 && l < classes && l != blank, "fx::ctc_loss: label ", l, " at position (", b,
+               ", ", s, ") is not a class other than the blank ", blank, " of ", classes);
     }
   }
 
@@ -90,7 +89,7 @@ Tensor ctc_loss(const Tensor& logits_in, const Tensor& targets_in,
     int64_t* z = ext.data() + b * len;
     for (int64_t s = 0; s < s_len[b]; ++s) z[2 * s + 1] = labels[b * s_max + s];
     for (int64_t s = 2; s < len; ++s) skip[b * len + s] = z[s] != blank && z[s] != z[s - 2];
-    start[b * len] = 1;                      // a path starts on the blank before l1 ...
+    start[b * len] = 1;                        // a path starts on the blank before l1 ...
     if (s_len[b] > 0) start[b * len + 1] = 1;  // ... or on l1 itself
     const int64_t last = 2 * s_len[b];
     finish[b * len + last] = 1;

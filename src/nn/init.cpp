@@ -52,8 +52,9 @@ Tensor lecun_normal(const Shape& shape, Generator& gen, double gain, DType dtype
 }
 
 Tensor truncated_normal(const Shape& shape, Generator& gen, TruncatedNormal o, DType dtype) {
-  FX_CHECK(o.std > 0 && o.lo < o.hi, "fx::nn::truncated_normal: needs std > 0 and lo < hi, got std ",
-           o.std, ", bounds [", o.lo, ", ", o.hi, "] for ", shape);
+  FX_CHECK(o.std > 0 && o.lo < o.hi,
+           "fx::nn::truncated_normal: needs std > 0 and lo < hi, got std ", o.std, ", bounds [",
+           o.lo, ", ", o.hi, "] for ", shape);
   if (shape.numel() == 0) return empty(shape, dtype);
   // erf(z / sqrt 2) is 2 Phi(z) - 1: draw it uniformly between the bounds' values, invert.
   const double a = std::erf((o.lo - o.mean) / (o.std * std::numbers::sqrt2));

@@ -146,8 +146,8 @@ Tensor huber_loss(const Tensor& yhat, const Tensor& y, const Agg& agg, double de
 // --- classification ------------------------------------------------------------------------------
 
 Tensor label_smoothing(const Tensor& y, double alpha, int64_t dims) {
-  FX_CHECK(y.defined() && y.ndim() >= 1, "fx::label_smoothing: needs targets with a class axis, got ",
-           describe(y));
+  FX_CHECK(y.defined() && y.ndim() >= 1,
+           "fx::label_smoothing: needs targets with a class axis, got ", describe(y));
   FX_CHECK(alpha > 0 && alpha < 1, "fx::label_smoothing: alpha must lie in (0, 1), got ", alpha);
   const int64_t nd = y.ndim();
   FX_CHECK(dims >= -nd && dims < nd, "fx::label_smoothing: class axis ", dims,
@@ -177,8 +177,8 @@ Tensor logitcrossentropy(const Tensor& logits, const Tensor& y, const Agg& agg, 
                 {reshape(contiguous(logits), {-1, classes}), reshape(labels, {-1})});
   }
   Tensor lp = logsoftmax(logits, axis);
-  Tensor per = is_labels(y) ? neg(pick(lp, y, loss))
-                            : neg(sum(class_target(lp, y, loss) * lp, axis));
+  Tensor per =
+      is_labels(y) ? neg(pick(lp, y, loss)) : neg(sum(class_target(lp, y, loss) * lp, axis));
   return agg(per);
 }
 
@@ -209,7 +209,8 @@ Tensor kldivergence(const Tensor& probs, const Tensor& y, const Agg& agg, int64_
                     double eps) {
   const char* loss = "kldivergence";
   const int64_t axis = class_axis(probs, y, dims, loss);
-  FX_CHECK(!is_labels(y), "fx::kldivergence: needs a target distribution of the prediction's shape ",
+  FX_CHECK(!is_labels(y),
+           "fx::kldivergence: needs a target distribution of the prediction's shape ",
            probs.shape(), ", got integer labels ", y.shape());
   Tensor t = class_target(probs, y, loss);
   // As Flux: the target's negative entropy and the cross-entropy, each aggregated.
@@ -252,8 +253,8 @@ Tensor binary_focal_loss(const Tensor& probs, const Tensor& y, const Agg& agg, d
   return agg(pow(1.0 - p_t, gamma) * neg(log(p_t)));
 }
 
-Tensor focal_loss(const Tensor& probs, const Tensor& y, const Agg& agg, int64_t dims,
-                  double gamma, double eps) {
+Tensor focal_loss(const Tensor& probs, const Tensor& y, const Agg& agg, int64_t dims, double gamma,
+                  double eps) {
   const char* loss = "focal_loss";
   const int64_t axis = class_axis(probs, y, dims, loss);
   FX_CHECK(!is_labels(y), "fx::focal_loss: needs one-hot targets of the prediction's shape ",

@@ -53,14 +53,13 @@ TEST(Activations, ValuesAtKnownPoints) {
 }
 
 TEST(Activations, OneArgumentOverloadsAreActivations) {
-  fx::Activation all[] = {fx::relu,       fx::sigmoid,     fx::tanh,         fx::identity,
-                          fx::softplus,   fx::softmax,     fx::logsoftmax,   fx::leakyrelu,
-                          fx::elu,        fx::gelu,        fx::swish,        fx::hardsigmoid,
-                          fx::hardtanh,   fx::relu6,       fx::rrelu,        fx::celu,
-                          fx::selu,       fx::gelu_tanh,   fx::gelu_sigmoid, fx::gelu_erf,
-                          fx::hardswish,  fx::mish,        fx::lisht,        fx::softsign,
-                          fx::logsigmoid, fx::logcosh,     fx::tanhshrink,   fx::softshrink,
-                          fx::trelu};
+  fx::Activation all[] = {
+      fx::relu,      fx::sigmoid,     fx::tanh,       fx::identity,     fx::softplus,
+      fx::softmax,   fx::logsoftmax,  fx::leakyrelu,  fx::elu,          fx::gelu,
+      fx::swish,     fx::hardsigmoid, fx::hardtanh,   fx::relu6,        fx::rrelu,
+      fx::celu,      fx::selu,        fx::gelu_tanh,  fx::gelu_sigmoid, fx::gelu_erf,
+      fx::hardswish, fx::mish,        fx::lisht,      fx::softsign,     fx::logsigmoid,
+      fx::logcosh,   fx::tanhshrink,  fx::softshrink, fx::trelu};
   auto x = fx::testing::randn({2, 3}, {.seed = 4});
   for (fx::Activation f : all) EXPECT_EQ(f(x).shape(), x.shape());
 }
@@ -135,8 +134,7 @@ const Case kCases[] = {
     {"elu", fx::elu, [](double x) { return x > 0 ? x : std::exp(x) - 1; }},
     {"celu", fx::celu, [](double x) { return x > 0 ? x : std::exp(x) - 1; }},
     {"celu(2)", celu2, [](double x) { return x > 0 ? x : 2 * (std::exp(x / 2) - 1); }},
-    {"selu", fx::selu,
-     [](double x) { return kSeluL * (x > 0 ? x : kSeluA * (std::exp(x) - 1)); }},
+    {"selu", fx::selu, [](double x) { return kSeluL * (x > 0 ? x : kSeluA * (std::exp(x) - 1)); }},
     {"gelu", fx::gelu, gelu_tanh_ref},
     {"gelu_tanh", fx::gelu_tanh, gelu_tanh_ref},
     {"gelu_sigmoid", fx::gelu_sigmoid, gelu_tanh_ref},  // the same function, through sigmoid
@@ -151,9 +149,12 @@ const Case kCases[] = {
     {"logcosh", fx::logcosh, [](double x) { return std::log(std::cosh(x)); }},
     {"tanhshrink", fx::tanhshrink, [](double x) { return x - std::tanh(x); }},
     {"softshrink", fx::softshrink,
-     [](double x) { return x > 0.5 ? x - 0.5 : x < -0.5 ? x + 0.5 : 0.0; }},
-    {"softshrink(1)", softshrink1,
-     [](double x) { return x > 1 ? x - 1 : x < -1 ? x + 1 : 0.0; }},
+     [](double x) { return x > 0.5    ? x - 0.5
+                           : x < -0.5 ? x + 0.5
+                                      : 0.0; }},
+    {"softshrink(1)", softshrink1, [](double x) { return x > 1    ? x - 1
+                                                         : x < -1 ? x + 1
+                                                                  : 0.0; }},
     {"trelu", fx::trelu, [](double x) { return x > 1 ? x : 0.0; }},
     {"trelu(2)", trelu2, [](double x) { return x > 2 ? x : 0.0; }},
 };
@@ -162,8 +163,8 @@ const Case kCases[] = {
 
 TEST(Activations, EveryActivationMatchesItsScalarDefinition) {
   // Points on both sides of every kink (0, +-0.5, +-1, 2, +-3, 6), none on one.
-  std::vector<double> pts = {-7,   -3.5, -2.5, -1.5, -0.8, -0.3, -0.05, 0.05,
-                             0.3,  0.7,  1.2,  2.2,  2.9,  3.3,  4.5,   6.5};
+  std::vector<double> pts = {-7,  -3.5, -2.5, -1.5, -0.8, -0.3, -0.05, 0.05,
+                             0.3, 0.7,  1.2,  2.2,  2.9,  3.3,  4.5,   6.5};
   auto x = fx::from_vector(pts);
   for (const Case& c : kCases) {
     auto y = fx::to_vector<double>(c.f(x));
@@ -201,8 +202,8 @@ TEST(Activations, StableFormsStayFiniteFarOut) {
   EXPECT_NEAR(mi[0], 0, 1e-6);
   for (fx::Activation f : {fx::logsigmoid, fx::logcosh, fx::mish, fx::selu, fx::celu, fx::gelu_erf,
                            fx::gelu_sigmoid, fx::softsign, fx::swish}) {
-    auto g = fx::to_vector<double>(
-        fx::gradient([&](const fx::Tensor& a) { return fx::sum(f(a)); }, x));
+    auto g =
+        fx::to_vector<double>(fx::gradient([&](const fx::Tensor& a) { return fx::sum(f(a)); }, x));
     for (double v : g) EXPECT_TRUE(std::isfinite(v));
   }
   auto g = fx::to_vector<double>(
@@ -231,8 +232,8 @@ TEST(Activations, RreluDrawsOneSlopePerElementFromTheGenerator) {
   auto xs = fx::tensor({-1, 2, -3, 4}, fx::f64);
   fx::Generator g1(8), g2(8);
   auto y = fx::rrelu(xs, 0.1, 0.3, g1);
-  auto grad = fx::gradient([&](const fx::Tensor& t) { return fx::sum(fx::rrelu(t, 0.1, 0.3, g2)); },
-                           xs);
+  auto grad =
+      fx::gradient([&](const fx::Tensor& t) { return fx::sum(fx::rrelu(t, 0.1, 0.3, g2)); }, xs);
   auto yv = fx::to_vector<double>(y), gv = fx::to_vector<double>(grad);
   EXPECT_EQ(yv[1], 2);
   EXPECT_EQ(yv[3], 4);
@@ -254,10 +255,16 @@ TEST(Activations, SoftmaxAndLogsoftmaxOverASetOfAxes) {
   EXPECT_NEAR(fx::sum(fx::softmax(x, fx::Axes{})).item(), 1.0, 1e-12);  // every axis
   auto w = fx::testing::randn({2, 3, 4}, {.seed = 24});
   auto r = fx::testing::gradcheck(
-      [&](const fx::Tensor& a) { return fx::sum(fx::softmax(a, {0, 2}) * w); }, x);
+      [&](const fx::Tensor& a) {
+        return fx::sum(fx::softmax(a, {0, 2}) * w);
+      },
+      x);
   EXPECT_TRUE(r) << r;
   auto r2 = fx::testing::gradcheck(
-      [&](const fx::Tensor& a) { return fx::sum(fx::logsoftmax(a, {0, 1}) * w); }, x);
+      [&](const fx::Tensor& a) {
+        return fx::sum(fx::logsoftmax(a, {0, 1}) * w);
+      },
+      x);
   EXPECT_TRUE(r2) << r2;
 }
 
@@ -277,9 +284,12 @@ TEST(Activations, GluGatesTheFirstHalfWithTheSecond) {
         EXPECT_NEAR(yv[(i * 2 + j) * 6 + k],
                     xv[(i * 4 + j) * 6 + k] * sig(xv[(i * 4 + j + 2) * 6 + k]), 1e-15);
   auto w = fx::testing::randn({3, 2, 6}, {.seed = 26});
-  auto r = fx::testing::gradcheck([&](const fx::Tensor& a) { return fx::sum(fx::glu(a, 1) * w); },
-                                  x);
+  auto r =
+      fx::testing::gradcheck([&](const fx::Tensor& a) { return fx::sum(fx::glu(a, 1) * w); }, x);
   EXPECT_TRUE(r) << r;
-  EXPECT_TRUE(fx::testing::throws_mentioning([] { fx::glu(fx::zeros({2, 5})); },
-                                             {"glu", "(2, 5)", "odd"}));
+  EXPECT_TRUE(fx::testing::throws_mentioning(
+      [] {
+        fx::glu(fx::zeros({2, 5}));
+      },
+      {"glu", "(2, 5)", "odd"}));
 }

@@ -105,15 +105,18 @@ TEST(Init, TruncatedNormalStaysInBoundsWithTheTruncatedMoments) {
   EXPECT_NEAR(m.std, std::sqrt(1 - 4 * phi2 / mass), 5e-3);  // ~3.5 sd of the estimate
   EXPECT_NEAR(m.mean, 0, 8e-3);
   // A shifted, one-sided window: mean + std (phi(a) - phi(b)) / (Phi(b) - Phi(a)).
-  auto s = moments(fx::nn::truncated_normal({400, 500}, gen, {.mean = 1, .std = 0.5, .lo = 1, .hi = 3}));
-  auto v = fx::to_vector<double>(fx::nn::truncated_normal({1000}, gen, {.mean = 1, .std = 0.5, .lo = 1, .hi = 3}));
+  auto s =
+      moments(fx::nn::truncated_normal({400, 500}, gen, {.mean = 1, .std = 0.5, .lo = 1, .hi = 3}));
+  auto v = fx::to_vector<double>(
+      fx::nn::truncated_normal({1000}, gen, {.mean = 1, .std = 0.5, .lo = 1, .hi = 3}));
   EXPECT_GE(*std::min_element(v.begin(), v.end()), 1.0);
   EXPECT_LE(*std::max_element(v.begin(), v.end()), 3.0);
   const double a_phi = 1 / std::sqrt(2 * M_PI), b_phi = std::exp(-8.0) / std::sqrt(2 * M_PI);
   const double z = 0.5 * (std::erf(4 / M_SQRT2) - 0.0);
   EXPECT_NEAR(s.mean, 1 + 0.5 * (a_phi - b_phi) / z, 2e-3);
   fx::Generator g1(9), g2(9);
-  EXPECT_TRUE(fx::allclose(fx::nn::truncated_normal({3, 4}, g1), fx::nn::truncated_normal({3, 4}, g2), 0, 0));
+  EXPECT_TRUE(fx::allclose(fx::nn::truncated_normal({3, 4}, g1),
+                           fx::nn::truncated_normal({3, 4}, g2), 0, 0));
 }
 
 TEST(Init, OrthogonalHasOrthonormalRowsOrColumns) {
@@ -126,7 +129,8 @@ TEST(Init, OrthogonalHasOrthonormalRowsOrColumns) {
   auto conv = fx::nn::orthogonal({16, 4, 3, 3}, gen, 2.0, fx::f64);
   EXPECT_EQ(conv.shape(), (fx::Shape{16, 4, 3, 3}));
   auto rows = conv.reshape({16, 36});
-  EXPECT_TRUE(fx::allclose(fx::matmul(rows, rows.t()), fx::linalg::eye(16, fx::f64) * 4.0, 1e-12, 1e-12));
+  EXPECT_TRUE(
+      fx::allclose(fx::matmul(rows, rows.t()), fx::linalg::eye(16, fx::f64) * 4.0, 1e-12, 1e-12));
   EXPECT_EQ(fx::nn::orthogonal({8, 8}, gen).dtype(), fx::f32);
   fx::Generator g1(3), g2(3);
   EXPECT_TRUE(fx::allclose(fx::nn::orthogonal({6, 4}, g1), fx::nn::orthogonal({6, 4}, g2), 0, 0));
@@ -134,7 +138,8 @@ TEST(Init, OrthogonalHasOrthonormalRowsOrColumns) {
   auto big = moments(fx::nn::orthogonal({200, 200}, gen, 1.0, fx::f64));
   EXPECT_NEAR(big.std, std::sqrt(1.0 / 200), 0.02 * std::sqrt(1.0 / 200));
   EXPECT_NEAR(big.mean, 0, 0.02 * std::sqrt(1.0 / 200));
-  EXPECT_TRUE(fx::testing::throws_mentioning([] { fx::nn::orthogonal({5}); }, {"orthogonal", "(5,)"}));
+  EXPECT_TRUE(
+      fx::testing::throws_mentioning([] { fx::nn::orthogonal({5}); }, {"orthogonal", "(5,)"}));
 }
 
 TEST(Init, SparseInitZeroesTheSameFractionOfEveryColumn) {
@@ -163,10 +168,13 @@ TEST(Init, SparseInitZeroesTheSameFractionOfEveryColumn) {
   for (int i = 0; i < 100 && !differ; ++i) differ = (v[i * 300] == 0) != (v[i * 300 + 1] == 0);
   EXPECT_TRUE(differ);
   fx::Generator g1(2), g2(2);
-  EXPECT_TRUE(fx::allclose(fx::nn::sparse_init({10, 6}, 0.5, g1), fx::nn::sparse_init({10, 6}, 0.5, g2),
-                           0, 0));
-  EXPECT_TRUE(fx::testing::throws_mentioning([] { fx::nn::sparse_init({4, 4, 4}, 0.5); },
-                                             {"sparse_init", "(4, 4, 4)"}));
+  EXPECT_TRUE(fx::allclose(fx::nn::sparse_init({10, 6}, 0.5, g1),
+                           fx::nn::sparse_init({10, 6}, 0.5, g2), 0, 0));
+  EXPECT_TRUE(fx::testing::throws_mentioning(
+      [] {
+        fx::nn::sparse_init({4, 4, 4}, 0.5);
+      },
+      {"sparse_init", "(4, 4, 4)"}));
 }
 
 TEST(Init, IdentityInitPassesTheInputThrough) {

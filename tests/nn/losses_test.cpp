@@ -207,14 +207,17 @@ const Elementwise kElementwise[] = {
      false},
     {"logitbinarycrossentropy",
      [](auto& a, auto& b, auto& g) { return fx::logitbinarycrossentropy(a, b, g); },
-     [](double x, double y) { return -y * std::log(1 / (1 + std::exp(-x))) -
-                                     (1 - y) * std::log(1 - 1 / (1 + std::exp(-x))); },
+     [](double x, double y) {
+       return -y * std::log(1 / (1 + std::exp(-x))) -
+              (1 - y) * std::log(1 - 1 / (1 + std::exp(-x)));
+     },
      false},
     {"poisson_loss", [](auto& a, auto& b, auto& g) { return fx::poisson_loss(a, b, g); },
      [](double a, double y) { return a - y * std::log(a); }, false},
     {"hinge_loss", [](auto& a, auto& b, auto& g) { return fx::hinge_loss(a, b, g); },
      [](double a, double y) { return std::max(0.0, 1 - a * y); }, true},
-    {"squared_hinge_loss", [](auto& a, auto& b, auto& g) { return fx::squared_hinge_loss(a, b, g); },
+    {"squared_hinge_loss",
+     [](auto& a, auto& b, auto& g) { return fx::squared_hinge_loss(a, b, g); },
      [](double a, double y) { return std::pow(std::max(0.0, 1 - a * y), 2); }, true},
     {"binary_focal_loss", [](auto& a, auto& b, auto& g) { return fx::binary_focal_loss(a, b, g); },
      [](double p, double y) {
@@ -301,12 +304,13 @@ TEST(Losses, ClassLossesTakeAClassAxisAndReturnOneLossPerSampleWithAggNone) {
     EXPECT_NEAR(pv[i], -dot, 1e-12);
   }
   // The class axis moved to the front gives the same losses with dims = 0.
-  auto lt = fx::contiguous(fx::permute(logits, {2, 0, 1})), yt = fx::contiguous(fx::permute(y, {2, 0, 1}));
+  auto lt = fx::contiguous(fx::permute(logits, {2, 0, 1})),
+       yt = fx::contiguous(fx::permute(y, {2, 0, 1}));
   EXPECT_TRUE(fx::allclose(fx::logitcrossentropy(lt, yt, fx::agg::none, 0), per, 1e-12, 1e-14));
   auto p = fx::softmax(logits);
-  EXPECT_TRUE(fx::allclose(fx::crossentropy(fx::contiguous(fx::permute(p, {2, 0, 1})), yt,
-                                            fx::agg::none, 0),
-                           fx::crossentropy(p, y, fx::agg::none), 1e-12, 1e-14));
+  EXPECT_TRUE(fx::allclose(
+      fx::crossentropy(fx::contiguous(fx::permute(p, {2, 0, 1})), yt, fx::agg::none, 0),
+      fx::crossentropy(p, y, fx::agg::none), 1e-12, 1e-14));
   EXPECT_NEAR(fx::crossentropy(p, y).item(), fx::logitcrossentropy(logits, y).item(), 1e-12);
   EXPECT_NEAR(fx::logitcrossentropy(logits, y, fx::agg::sum).item(), fx::sum(per).item(), 1e-12);
   // Labels with a non-mean agg take the composed path; they agree with one-hot targets.
@@ -316,8 +320,8 @@ TEST(Losses, ClassLossesTakeAClassAxisAndReturnOneLossPerSampleWithAggNone) {
                            fx::logitcrossentropy(logits, onehot_y, fx::agg::none), 1e-12, 1e-14));
   EXPECT_TRUE(fx::allclose(fx::crossentropy(p, labels, fx::agg::sum),
                            fx::crossentropy(p, onehot_y, fx::agg::sum), 1e-12, 1e-14));
-  EXPECT_TRUE(fx::testing::throws_mentioning(
-      [&] { fx::logitcrossentropy(lt, labels, {}, 0); }, {"logitcrossentropy", "class axis last"}));
+  EXPECT_TRUE(fx::testing::throws_mentioning([&] { fx::logitcrossentropy(lt, labels, {}, 0); },
+                                             {"logitcrossentropy", "class axis last"}));
 }
 
 TEST(Losses, KldivergenceIsCrossEntropyLessEntropy) {
@@ -333,8 +337,8 @@ TEST(Losses, KldivergenceIsCrossEntropyLessEntropy) {
   // A one-hot target has zero entropy: its 0 log 0 terms are 0, not NaN.
   auto onehot_y = fx::data::onehot(fx::tensor({0, 1, 2, 3, 0, 1}, fx::i64), 4).astype(fx::f64);
   EXPECT_NEAR(fx::kldivergence(p, onehot_y).item(), fx::crossentropy(p, onehot_y).item(), 1e-12);
-  auto g = fx::to_vector<double>(fx::gradient(
-      [&](const fx::Tensor& t) { return fx::kldivergence(p, t); }, onehot_y));
+  auto g = fx::to_vector<double>(
+      fx::gradient([&](const fx::Tensor& t) { return fx::kldivergence(p, t); }, onehot_y));
   for (double v : g) EXPECT_TRUE(std::isfinite(v));
 }
 
@@ -343,7 +347,8 @@ TEST(Losses, FocalLossWithGammaZeroIsCrossentropy) {
   auto y = fx::data::onehot(fx::tensor({0, 2, 1, 1, 0}, fx::i64), 3).astype(fx::f64);
   EXPECT_NEAR(fx::focal_loss(p, y, {}, -1, 0.0).item(), fx::crossentropy(p, y).item(), 1e-12);
   // gamma 2 down-weights each sample by (1 - p_label)^2.
-  auto pv = fx::to_vector<double>(p), per = fx::to_vector<double>(fx::focal_loss(p, y, fx::agg::none));
+  auto pv = fx::to_vector<double>(p),
+       per = fx::to_vector<double>(fx::focal_loss(p, y, fx::agg::none));
   int labels[] = {0, 2, 1, 1, 0};
   for (int i = 0; i < 5; ++i) {
     double q = pv[i * 3 + labels[i]] + kEps;
@@ -382,8 +387,8 @@ TEST(Losses, DiceAndTversky) {
               1e-12);
   EXPECT_NEAR(fx::tversky_loss(yhat, y).item(), 1 - (ab + 1) / (den + 1), 1e-12);
   EXPECT_NEAR(fx::dice_coeff_loss(y, y, 0).item(), 0, 1e-12);  // perfect overlap
-  for (auto f : {+[](const fx::Tensor& a, const fx::Tensor& b) { return fx::dice_coeff_loss(a, b); },
-                 +[](const fx::Tensor& a, const fx::Tensor& b) { return fx::tversky_loss(a, b); }}) {
+  for (auto f : {+[](const fx::Tensor&a, const fx::Tensor&b) { return fx::dice_coeff_loss(a, b); },
+                 +[](const fx::Tensor&a, const fx::Tensor&b) { return fx::tversky_loss(a, b); }}) {
     auto r = fx::testing::gradcheck(f, yhat, y);
     EXPECT_TRUE(r) << r;
   }
@@ -398,19 +403,25 @@ TEST(Losses, ClassLossGradientsMatchFiniteDifferencesToSecondOrder) {
     auto r = fx::testing::gradcheck(f, at);
     EXPECT_TRUE(r) << name << ": " << r;
   };
-  check("kldivergence", [&](const fx::Tensor& a) { return fx::kldivergence(a, yprob); }, p);
-  check("kldivergence dims 0",
-        [&](const fx::Tensor& a) { return fx::kldivergence(a, yprob, fx::agg::sum, 0); }, p);
-  check("focal_loss", [&](const fx::Tensor& a) { return fx::focal_loss(a, yprob); }, p);
-  check("logitce sum labels",
-        [&](const fx::Tensor& a) { return fx::logitcrossentropy(a, labels, fx::agg::sum); }, x);
-  check("logitce dims 0",
-        [&](const fx::Tensor& a) { return fx::logitcrossentropy(a, yprob, fx::agg::sum, 0); }, x);
-  check("crossentropy smoothed",
-        [&](const fx::Tensor& a) {
-          return fx::crossentropy(a, fx::label_smoothing(fx::data::onehot(labels, 3), 0.1));
-        },
-        p);
+  check(
+      "kldivergence", [&](const fx::Tensor& a) { return fx::kldivergence(a, yprob); }, p);
+  check(
+      "kldivergence dims 0",
+      [&](const fx::Tensor& a) { return fx::kldivergence(a, yprob, fx::agg::sum, 0); }, p);
+  check(
+      "focal_loss", [&](const fx::Tensor& a) { return fx::focal_loss(a, yprob); }, p);
+  check(
+      "logitce sum labels",
+      [&](const fx::Tensor& a) { return fx::logitcrossentropy(a, labels, fx::agg::sum); }, x);
+  check(
+      "logitce dims 0",
+      [&](const fx::Tensor& a) { return fx::logitcrossentropy(a, yprob, fx::agg::sum, 0); }, x);
+  check(
+      "crossentropy smoothed",
+      [&](const fx::Tensor& a) {
+        return fx::crossentropy(a, fx::label_smoothing(fx::data::onehot(labels, 3), 0.1));
+      },
+      p);
 }
 
 // --- ctc ------------------------------------------------------------------------------------------
@@ -425,7 +436,8 @@ double ctc_brute_force(const std::vector<double>& logits, int64_t steps, int64_t
   for (int64_t t = 0; t < steps; ++t) {
     double z = 0;
     for (int64_t c = 0; c < classes; ++c) z += std::exp(logits[t * classes + c]);
-    for (int64_t c = 0; c < classes; ++c) lp[t * classes + c] = logits[t * classes + c] - std::log(z);
+    for (int64_t c = 0; c < classes; ++c)
+      lp[t * classes + c] = logits[t * classes + c] - std::log(z);
   }
   double total = 0;
   std::vector<int64_t> path(steps, 0);
@@ -457,8 +469,8 @@ TEST(Losses, CtcMatchesTheSumOverEveryAlignment) {
   std::vector<std::vector<int64_t>> want_targets = {{0, 1}, {2, 2, 1}, {}, {1}};
   auto lv = fx::to_vector<double>(logits);
   for (int64_t blank : {int64_t(3), int64_t(-1)}) {
-    auto per = fx::to_vector<double>(
-        fx::ctc_loss(logits, targets, t_len, s_len, blank, fx::agg::none));
+    auto per =
+        fx::to_vector<double>(fx::ctc_loss(logits, targets, t_len, s_len, blank, fx::agg::none));
     for (int64_t b = 0; b < n; ++b) {
       std::vector<double> own(lv.begin() + b * steps * classes,
                               lv.begin() + (b * steps + t_len[b]) * classes);
@@ -467,8 +479,8 @@ TEST(Losses, CtcMatchesTheSumOverEveryAlignment) {
     }
   }
   // Blank 0 (PyTorch's default): labels shift up by one.
-  auto per0 = fx::to_vector<double>(
-      fx::ctc_loss(logits, fx::add(targets, fx::ones_like(targets)), t_len, s_len, 0, fx::agg::none));
+  auto per0 = fx::to_vector<double>(fx::ctc_loss(logits, fx::add(targets, fx::ones_like(targets)),
+                                                 t_len, s_len, 0, fx::agg::none));
   for (int64_t b = 0; b < n; ++b) {
     std::vector<int64_t> shifted;
     for (int64_t l : want_targets[b]) shifted.push_back(l + 1);
@@ -479,8 +491,9 @@ TEST(Losses, CtcMatchesTheSumOverEveryAlignment) {
   // One sequence, (T, C) and (S,), as Flux takes it; and the default agg is the mean.
   auto one = fx::ctc_loss(fx::select(logits, 0, 0), fx::tensor({0, 1}, fx::i64));
   EXPECT_EQ(one.ndim(), 0);
-  EXPECT_NEAR(one.item(), ctc_brute_force(std::vector<double>(lv.begin(), lv.begin() + steps * classes),
-                                          steps, classes, {0, 1}, 3),
+  EXPECT_NEAR(one.item(),
+              ctc_brute_force(std::vector<double>(lv.begin(), lv.begin() + steps * classes), steps,
+                              classes, {0, 1}, 3),
               1e-10);
   auto mean = fx::ctc_loss(logits, targets, t_len, s_len);
   auto none = fx::ctc_loss(logits, targets, t_len, s_len, -1, fx::agg::none);
@@ -496,8 +509,8 @@ TEST(Losses, CtcGradientsMatchFiniteDifferences) {
       logits);
   EXPECT_TRUE(r) << r;
   // The gradient of a log-probability sums to zero over classes at each step (softmax).
-  auto g = fx::gradient(
-      [&](const fx::Tensor& x) { return fx::ctc_loss(x, targets, t_len, s_len); }, logits);
+  auto g = fx::gradient([&](const fx::Tensor& x) { return fx::ctc_loss(x, targets, t_len, s_len); },
+                        logits);
   EXPECT_LT(fx::max(fx::abs(fx::sum(g, {2}))).item(), 1e-12);
   // Steps past a sequence's input length get no gradient.
   EXPECT_EQ(fx::max(fx::abs(fx::select(fx::select(g, 0, 1), 0, 4))).item(), 0.0);
@@ -506,12 +519,18 @@ TEST(Losses, CtcGradientsMatchFiniteDifferences) {
 TEST(Losses, CtcRejectsBadTargets) {
   auto logits = fx::zeros({1, 4, 3}, fx::f64);
   EXPECT_TRUE(fx::testing::throws_mentioning(
-      [&] { fx::ctc_loss(logits, fx::tensor({0, 2}, fx::i64).reshape({1, 2})); },
+      [&] {
+        fx::ctc_loss(logits, fx::tensor({0, 2}, fx::i64).reshape({1, 2}));
+      },
       {"ctc_loss", "label 2", "blank 2"}));
   EXPECT_TRUE(fx::testing::throws_mentioning(
-      [&] { fx::ctc_loss(logits, fx::tensor({0, 1}, fx::i64).reshape({1, 2}), {5}); },
+      [&] {
+        fx::ctc_loss(logits, fx::tensor({0, 1}, fx::i64).reshape({1, 2}), {5});
+      },
       {"ctc_loss", "input length 5"}));
   EXPECT_TRUE(fx::testing::throws_mentioning(
-      [&] { fx::ctc_loss(logits, fx::tensor({0, 1}, fx::i64)); },
+      [&] {
+        fx::ctc_loss(logits, fx::tensor({0, 1}, fx::i64));
+      },
       {"ctc_loss", "(1, 4, 3)", "(2,)"}));
 }

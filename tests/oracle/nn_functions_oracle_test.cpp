@@ -151,14 +151,32 @@ TEST(NnFunctionsOracle, SoftmaxLogsoftmaxLogsumexpOverSetsOfAxes) {
   Tensor x = data({3, 4, 5}, 2);
   // torch has no multi-axis softmax: exp(x - logsumexp(x, dims)) is its definition.
   expect_same(
-      "softmax {0, 2}", [](auto& a) { return fx::softmax(a, {0, 2}); },
-      [](auto& t) { return torch::exp(t - torch::logsumexp(t, std::vector<int64_t>{0, 2}, true)); }, x);
+      "softmax {0, 2}",
+      [](auto& a) {
+        return fx::softmax(a, {0, 2});
+      },
+      [](auto& t) {
+        return torch::exp(t - torch::logsumexp(t, std::vector<int64_t>{0, 2}, true));
+      },
+      x);
   expect_same(
-      "logsoftmax {1, 2}", [](auto& a) { return fx::logsoftmax(a, {1, 2}); },
-      [](auto& t) { return t - torch::logsumexp(t, std::vector<int64_t>{1, 2}, true); }, x);
+      "logsoftmax {1, 2}",
+      [](auto& a) {
+        return fx::logsoftmax(a, {1, 2});
+      },
+      [](auto& t) {
+        return t - torch::logsumexp(t, std::vector<int64_t>{1, 2}, true);
+      },
+      x);
   expect_same(
-      "logsumexp {0, 1}", [](auto& a) { return fx::logsumexp(a, {0, 1}); },
-      [](auto& t) { return torch::logsumexp(t, std::vector<int64_t>{0, 1}); }, x);
+      "logsumexp {0, 1}",
+      [](auto& a) {
+        return fx::logsumexp(a, {0, 1});
+      },
+      [](auto& t) {
+        return torch::logsumexp(t, std::vector<int64_t>{0, 1});
+      },
+      x);
 }
 
 TEST(NnFunctionsOracle, RegressionLosses) {
@@ -188,8 +206,8 @@ TEST(NnFunctionsOracle, RegressionLosses) {
     expect_same(
         std::string("poisson_loss ") + r.name,
         [&](auto& a) { return fx::poisson_loss(a, counts, r.agg); },
-        [&](auto& t) { return torch::poisson_nll_loss(t, tc, false, false, 1e-8, r.torch); },
-        rate, 1e-7);
+        [&](auto& t) { return torch::poisson_nll_loss(t, tc, false, false, 1e-8, r.torch); }, rate,
+        1e-7);
 }
 
 TEST(NnFunctionsOracle, BinaryLosses) {
@@ -235,13 +253,17 @@ TEST(NnFunctionsOracle, ClassLosses) {
     expect_same(
         "crossentropy labels" + s,
         [&](auto& a) { return fx::crossentropy(fx::softmax(a), labels, r.agg); },
-        [&](auto& t) { return torch::nll_loss(torch::log(torch::softmax(t, -1)), tl, {}, r.torch); },
+        [&](auto& t) {
+          return torch::nll_loss(torch::log(torch::softmax(t, -1)), tl, {}, r.torch);
+        },
         logits, 1e-12);
   }
   // The class axis first (dims = 0), against PyTorch's (N, C) on the transpose.
   expect_same(
       "logitcrossentropy dims 0",
-      [&](auto& a) { return fx::logitcrossentropy(a, fx::contiguous(target.t()), fx::agg::none, 0); },
+      [&](auto& a) {
+        return fx::logitcrossentropy(a, fx::contiguous(target.t()), fx::agg::none, 0);
+      },
       [&](auto& t) {
         return torch::cross_entropy_loss(t.t(), tt, {}, at::Reduction::None, -100, 0.0);
       },
@@ -250,7 +272,9 @@ TEST(NnFunctionsOracle, ClassLosses) {
   Tensor p = fx::softmax(data({n, c}, 12));
   expect_same(
       "kldivergence mean", [&](auto& a) { return fx::kldivergence(a, target); },
-      [&](auto& t) { return torch::kl_div(torch::log(t), tt, at::Reduction::Sum, false) / double(n); },
+      [&](auto& t) {
+        return torch::kl_div(torch::log(t), tt, at::Reduction::Sum, false) / double(n);
+      },
       p, 1e-12);
   expect_same(
       "kldivergence sum", [&](auto& a) { return fx::kldivergence(a, target, fx::agg::sum); },
@@ -274,10 +298,12 @@ TEST(NnFunctionsOracle, CtcLoss) {
                            reduction, false);
   };
   expect_same(
-      "ctc_loss none", [&](auto& a) { return fx::ctc_loss(a, targets, t_len, s_len, 0, fx::agg::none); },
+      "ctc_loss none",
+      [&](auto& a) { return fx::ctc_loss(a, targets, t_len, s_len, 0, fx::agg::none); },
       [&](auto& t) { return torch_ctc(t, at::Reduction::None); }, logits, 1e-10);
   expect_same(
-      "ctc_loss sum", [&](auto& a) { return fx::ctc_loss(a, targets, t_len, s_len, 0, fx::agg::sum); },
+      "ctc_loss sum",
+      [&](auto& a) { return fx::ctc_loss(a, targets, t_len, s_len, 0, fx::agg::sum); },
       [&](auto& t) { return torch_ctc(t, at::Reduction::Sum); }, logits, 1e-10);
   // PyTorch's 'mean' divides each loss by its target length: a callable agg.
   Tensor lengths = fx::tensor({4, 2, 3}, fx::f64);
@@ -292,7 +318,8 @@ TEST(NnFunctionsOracle, CtcLoss) {
   Tensor last = fx::tensor({0, 1, 1, 4, 2, 3, 0, 0, 4, 0, 2, 0}, fx::i64).reshape({n, s_max});
   torch::Tensor tlast = labels_to_torch(last);
   expect_same(
-      "ctc_loss blank -1", [&](auto& a) { return fx::ctc_loss(a, last, t_len, s_len, -1, fx::agg::none); },
+      "ctc_loss blank -1",
+      [&](auto& a) { return fx::ctc_loss(a, last, t_len, s_len, -1, fx::agg::none); },
       [&](auto& t) {
         return torch::ctc_loss(torch::log_softmax(t, -1).transpose(0, 1), tlast, t_len, s_len,
                                classes - 1, at::Reduction::None, false);
