@@ -534,3 +534,41 @@ TEST(Losses, CtcRejectsBadTargets) {
       },
       {"ctc_loss", "(1, 4, 3)", "(2,)"}));
 }
+
+TEST(Losses, BadConfigurationsNameTheLoss) {
+  auto a = fx::zeros({4, 3}, fx::f64), b = fx::zeros({4, 3}, fx::f64);
+  EXPECT_TRUE(fx::testing::throws_mentioning([&] { fx::huber_loss(a, b, {}, 0.0); },
+                                             {"huber_loss", "delta"}));
+  EXPECT_TRUE(fx::testing::throws_mentioning([&] { fx::siamese_contrastive_loss(a, b, {}, -1.0); },
+                                             {"siamese_contrastive_loss", "margin", "-1"}));
+  EXPECT_TRUE(fx::testing::throws_mentioning([&] { fx::kldivergence(a, fx::zeros({4}, fx::i64)); },
+                                             {"kldivergence", "(4, 3)", "(4,)"}));
+  EXPECT_TRUE(fx::testing::throws_mentioning([&] { fx::crossentropy(a, b, {}, 2); },
+                                             {"crossentropy", "class axis 2", "(4, 3)"}));
+  for (auto f : {+[](const fx::Tensor&p, const fx::Tensor&y) { return fx::mae(p, y); },
+                 +[](const fx::Tensor&p, const fx::Tensor&y) { return fx::msle(p, y); },
+                 +[](const fx::Tensor&p, const fx::Tensor&y) { return fx::poisson_loss(p, y); },
+                 +[](const fx::Tensor&p, const fx::Tensor&y) { return fx::hinge_loss(p, y); },
+                 +[](const fx::Tensor&p, const fx::Tensor&y) { return fx::dice_coeff_loss(p, y); },
+                 +[](const fx::Tensor&p, const fx::Tensor&y) { return fx::focal_loss(p, y); }})
+    EXPECT_TRUE(fx::testing::throws_mentioning(
+        [&] {
+          f(a, fx::zeros({4, 2}, fx::f64));
+        },
+        {"(4, 3)", "(4, 2)"}));
+}
+
+TEST(Losses, F32PredictionsGiveF32LossesThatAgreeWithF64) {
+  auto p = fx::testing::uniform({5, 4}, {.seed = 47, .lo = 0.05, .hi = 0.95});
+  auto y = fx::testing::uniform({5, 4}, {.seed = 48, .lo = 0.05, .hi = 0.95});
+  auto p32 = p.astype(fx::f32);
+  for (auto f :
+       {+[](const fx::Tensor&a, const fx::Tensor&t) { return fx::binarycrossentropy(a, t); },
+        +[](const fx::Tensor&a, const fx::Tensor&t) { return fx::binary_focal_loss(a, t); },
+        +[](const fx::Tensor&a, const fx::Tensor&t) { return fx::kldivergence(a, t); },
+        +[](const fx::Tensor&a, const fx::Tensor&t) { return fx::msle(a, t); }}) {
+    auto l32 = f(p32, y);  // an f64 target follows the prediction's dtype
+    EXPECT_EQ(l32.dtype(), fx::f32);
+    EXPECT_NEAR(l32.item(), f(p, y).item(), 1e-5 * (1 + std::abs(f(p, y).item())));
+  }
+}
