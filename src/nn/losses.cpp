@@ -1,5 +1,6 @@
-// Losses as composites of public ops, except logitcrossentropy with integer labels, one
-// primitive (ops/crossentropy.cpp); the only non-differentiable work is validating labels.
+// Losses as composites of public ops, except logitcrossentropy with integer labels and the
+// default mean, one primitive (ops/crossentropy.cpp); the only non-differentiable work is
+// validating labels. Definitions follow Flux's src/losses/functions.jl term for term.
 #include "fluxion/nn/losses.hpp"
 
 #include <limits>
@@ -14,6 +15,17 @@
 #include "ops/fused.hpp"
 
 namespace fx {
+
+Tensor Agg::operator()(const Tensor& values) const {
+  switch (kind_) {
+    case Kind::mean: return mean(values);
+    case Kind::sum: return sum(values);
+    case Kind::none: return values;
+    case Kind::custom: break;
+  }
+  return fn_(values);
+}
+
 namespace {
 
 std::string describe(const Tensor& t) {
@@ -39,8 +51,16 @@ Tensor dense_target(const Tensor& pred, const Tensor& y, const char* loss) {
   return like_prediction(y, pred);
 }
 
-double eps_of(DType t) {
+double eps_of(DType t, double eps) {
+  if (eps >= 0) return eps;
   return t == f64 ? std::numeric_limits<double>::epsilon() : std::numeric_limits<float>::epsilon();
+}
+
+// x log(y), 0 where x == 0 (Flux's xlogy). The log's argument is replaced there too, so the
+// branch `where` discards cannot send 0 * inf = NaN into a gradient.
+Tensor xlogy(const Tensor& x, const Tensor& y) {
+  Tensor zero = x == 0.0;
+  return where(zero, 0.0, x * log(where(zero, 1.0, y)));
 }
 
 // Reads the labels once to check their range: a bad label would otherwise surface as a gather
@@ -71,9 +91,9 @@ Tensor checked_labels(const Tensor& x, const Tensor& y, const char* loss) {
   return labels;
 }
 
-// x[..., y[...]] as shape (..., 1) for integer labels y of shape (...).
+// x[..., y[...]] for integer labels y of shape (...): shape (...).
 Tensor pick(const Tensor& x, const Tensor& y, const char* loss) {
-  return gather(x, -1, unsqueeze(checked_labels(x, y, loss), -1));
+  return squeeze(gather(x, -1, unsqueeze(checked_labels(x, y, loss), -1)), -1);
 }
 
 // One-hot or probability targets: the prediction's shape, converted to its dtype.
@@ -85,61 +105,172 @@ Tensor class_target(const Tensor& pred, const Tensor& y, const char* loss) {
   return like_prediction(y, pred);
 }
 
-// The number of samples a class-axis loss averages over: every position but the class axis.
-double per_sample(const Tensor& pred) {
-  int64_t classes = pred.shape().back();
-  return classes == 0 ? 0.0 : 1.0 / double(pred.numel() / classes);
-}
-
-void check_class_axis(const Tensor& pred, const char* loss) {
+// The class axis `dims` of pred as a non-negative index; labels need it to be the last.
+int64_t class_axis(const Tensor& pred, const Tensor& y, int64_t dims, const char* loss) {
   check_floating(pred, loss, "the prediction");
   FX_CHECK(pred.ndim() >= 1, "fx::", loss, ": the prediction needs a class axis, got ",
            pred.shape());
+  const int64_t nd = pred.ndim();
+  FX_CHECK(dims >= -nd && dims < nd, "fx::", loss, ": class axis ", dims,
+           " is out of range for the prediction ", pred.shape());
+  const int64_t axis = dims < 0 ? dims + nd : dims;
+  FX_CHECK(!is_labels(y) || axis == nd - 1, "fx::", loss,
+           ": integer labels need the class axis last, got dims ", dims, " for ", pred.shape());
+  return axis;
 }
 
 }  // namespace
 
-Tensor mse(const Tensor& yhat, const Tensor& y) {
-  Tensor t = dense_target(yhat, y, "mse");
-  return mean(square(yhat - t));
+// --- regression ----------------------------------------------------------------------------------
+
+Tensor mae(const Tensor& yhat, const Tensor& y, const Agg& agg) {
+  return agg(abs(yhat - dense_target(yhat, y, "mae")));
 }
 
-Tensor logitcrossentropy(const Tensor& logits, const Tensor& y) {
+Tensor mse(const Tensor& yhat, const Tensor& y, const Agg& agg) {
+  return agg(square(yhat - dense_target(yhat, y, "mse")));
+}
+
+Tensor msle(const Tensor& yhat, const Tensor& y, const Agg& agg, double eps) {
+  Tensor t = dense_target(yhat, y, "msle");
+  double e = eps_of(yhat.dtype(), eps);
+  return agg(square(log((yhat + e) / (t + e))));
+}
+
+Tensor huber_loss(const Tensor& yhat, const Tensor& y, const Agg& agg, double delta) {
+  Tensor t = dense_target(yhat, y, "huber_loss");
+  FX_CHECK(delta > 0, "fx::huber_loss: delta must be positive, got ", delta);
+  Tensor d = yhat - t, e = abs(d);
+  // The quadratic branch squares d itself, not |d|, so it is smooth through 0 (second order).
+  return agg(where(e < delta, square(d) * 0.5, (e - 0.5 * delta) * delta));
+}
+
+// --- classification ------------------------------------------------------------------------------
+
+Tensor label_smoothing(const Tensor& y, double alpha, int64_t dims) {
+  FX_CHECK(y.defined() && y.ndim() >= 1,
+           "fx::label_smoothing: needs targets with a class axis, got ", describe(y));
+  FX_CHECK(alpha > 0 && alpha < 1, "fx::label_smoothing: alpha must lie in (0, 1), got ", alpha);
+  const int64_t nd = y.ndim();
+  FX_CHECK(dims >= -nd && dims < nd, "fx::label_smoothing: class axis ", dims,
+           " is out of range for ", y.shape());
+  Tensor t = is_floating(y.dtype()) ? y : astype(y, f32);
+  return t * (1.0 - alpha) + alpha / double(y.shape()[dims < 0 ? dims + nd : dims]);
+}
+
+Tensor binary_label_smoothing(const Tensor& y, double alpha) {
+  FX_CHECK(y.defined(), "fx::binary_label_smoothing: undefined targets");
+  FX_CHECK(alpha > 0 && alpha < 1, "fx::binary_label_smoothing: alpha must lie in (0, 1), got ",
+           alpha);
+  Tensor t = is_floating(y.dtype()) ? y : astype(y, f32);
+  return t * (1.0 - alpha) + alpha * 0.5;
+}
+
+Tensor logitcrossentropy(const Tensor& logits, const Tensor& y, const Agg& agg, int64_t dims) {
   const char* loss = "logitcrossentropy";
-  check_class_axis(logits, loss);
-  // Integer labels: one primitive (ops/crossentropy.cpp) over the logits as (N, C) rows.
-  const int64_t classes = logits.shape().back();
-  if (is_labels(y) && (logits.dtype() == f32 || logits.dtype() == f64) && classes > 0 &&
-      logits.numel() > 0 && logits.device() == Device::cpu &&
-      has_kernel(logitcrossentropy_p, logits.device())) {
+  const int64_t axis = class_axis(logits, y, dims, loss);
+  // Integer labels and the mean: one primitive (ops/crossentropy.cpp) over (N, C) rows.
+  const int64_t classes = logits.shape()[axis];
+  if (agg.kind() == Agg::Kind::mean && is_labels(y) &&
+      (logits.dtype() == f32 || logits.dtype() == f64) && classes > 0 && logits.numel() > 0 &&
+      logits.device() == Device::cpu && has_kernel(logitcrossentropy_p, logits.device())) {
     Tensor labels = checked_labels(logits, y, loss);
     return bind(logitcrossentropy_p,
                 {reshape(contiguous(logits), {-1, classes}), reshape(labels, {-1})});
   }
-  Tensor lp = logsoftmax(logits, -1);
-  Tensor total = is_labels(y) ? sum(pick(lp, y, loss)) : sum(class_target(lp, y, loss) * lp);
-  return neg(total) * per_sample(logits);
+  Tensor lp = logsoftmax(logits, axis);
+  Tensor per =
+      is_labels(y) ? neg(pick(lp, y, loss)) : neg(sum(class_target(lp, y, loss) * lp, axis));
+  return agg(per);
 }
 
-Tensor crossentropy(const Tensor& probs, const Tensor& y) {
+Tensor crossentropy(const Tensor& probs, const Tensor& y, const Agg& agg, int64_t dims,
+                    double eps) {
   const char* loss = "crossentropy";
-  check_class_axis(probs, loss);
-  double eps = eps_of(probs.dtype());
+  const int64_t axis = class_axis(probs, y, dims, loss);
+  double e = eps_of(probs.dtype(), eps);
   // With labels, only the picked probabilities go through the log.
-  Tensor total = is_labels(y) ? sum(log(pick(probs, y, loss) + eps))
-                              : sum(class_target(probs, y, loss) * log(probs + eps));
-  return neg(total) * per_sample(probs);
+  Tensor per = is_labels(y) ? neg(log(pick(probs, y, loss) + e))
+                            : neg(sum(xlogy(class_target(probs, y, loss), probs + e), axis));
+  return agg(per);
 }
 
-Tensor binarycrossentropy(const Tensor& probs, const Tensor& y) {
+Tensor binarycrossentropy(const Tensor& probs, const Tensor& y, const Agg& agg, double eps) {
   Tensor t = dense_target(probs, y, "binarycrossentropy");
-  double eps = eps_of(probs.dtype());
-  return mean(neg(t * log(probs + eps) + (1.0 - t) * log((1.0 - probs) + eps)));
+  double e = eps_of(probs.dtype(), eps);
+  return agg(neg(xlogy(t, probs + e) + xlogy(1.0 - t, (1.0 - probs) + e)));
 }
 
-Tensor logitbinarycrossentropy(const Tensor& logits, const Tensor& y) {
+Tensor logitbinarycrossentropy(const Tensor& logits, const Tensor& y, const Agg& agg) {
   Tensor t = dense_target(logits, y, "logitbinarycrossentropy");
-  return mean((1.0 - t) * logits + softplus(neg(logits)));
+  // -logsigmoid(x) = softplus(-x), which never overflows.
+  return agg((1.0 - t) * logits + softplus(neg(logits)));
+}
+
+Tensor kldivergence(const Tensor& probs, const Tensor& y, const Agg& agg, int64_t dims,
+                    double eps) {
+  const char* loss = "kldivergence";
+  const int64_t axis = class_axis(probs, y, dims, loss);
+  FX_CHECK(!is_labels(y),
+           "fx::kldivergence: needs a target distribution of the prediction's shape ",
+           probs.shape(), ", got integer labels ", y.shape());
+  Tensor t = class_target(probs, y, loss);
+  // As Flux: the target's negative entropy and the cross-entropy, each aggregated.
+  Tensor entropy = agg(sum(xlogy(t, t), axis));
+  return entropy + crossentropy(probs, t, agg, axis, eps);
+}
+
+Tensor poisson_loss(const Tensor& yhat, const Tensor& y, const Agg& agg) {
+  Tensor t = dense_target(yhat, y, "poisson_loss");
+  return agg(yhat - xlogy(t, yhat));
+}
+
+Tensor hinge_loss(const Tensor& yhat, const Tensor& y, const Agg& agg) {
+  Tensor t = dense_target(yhat, y, "hinge_loss");
+  return agg(relu(1.0 - yhat * t));
+}
+
+Tensor squared_hinge_loss(const Tensor& yhat, const Tensor& y, const Agg& agg) {
+  Tensor t = dense_target(yhat, y, "squared_hinge_loss");
+  return agg(square(relu(1.0 - yhat * t)));
+}
+
+Tensor dice_coeff_loss(const Tensor& yhat, const Tensor& y, double smooth) {
+  Tensor t = dense_target(yhat, y, "dice_coeff_loss");
+  return 1.0 - (sum(t * yhat) * 2.0 + smooth) / (sum(square(t)) + sum(square(yhat)) + smooth);
+}
+
+Tensor tversky_loss(const Tensor& yhat, const Tensor& y, double beta) {
+  Tensor t = dense_target(yhat, y, "tversky_loss");
+  Tensor num = sum(t * yhat) + 1.0;
+  Tensor den = sum(t * yhat + (1.0 - t) * yhat * beta + t * (1.0 - yhat) * (1.0 - beta)) + 1.0;
+  return 1.0 - num / den;
+}
+
+Tensor binary_focal_loss(const Tensor& probs, const Tensor& y, const Agg& agg, double gamma,
+                         double eps) {
+  Tensor t = dense_target(probs, y, "binary_focal_loss");
+  Tensor p = probs + eps_of(probs.dtype(), eps);
+  Tensor p_t = t * p + (1.0 - t) * (1.0 - p);
+  return agg(pow(1.0 - p_t, gamma) * neg(log(p_t)));
+}
+
+Tensor focal_loss(const Tensor& probs, const Tensor& y, const Agg& agg, int64_t dims, double gamma,
+                  double eps) {
+  const char* loss = "focal_loss";
+  const int64_t axis = class_axis(probs, y, dims, loss);
+  FX_CHECK(!is_labels(y), "fx::focal_loss: needs one-hot targets of the prediction's shape ",
+           probs.shape(), ", got integer labels ", y.shape());
+  Tensor t = class_target(probs, y, loss);
+  Tensor p = probs + eps_of(probs.dtype(), eps);
+  return agg(sum(neg(t) * pow(1.0 - p, gamma) * log(p), axis));
+}
+
+Tensor siamese_contrastive_loss(const Tensor& yhat, const Tensor& y, const Agg& agg,
+                                double margin) {
+  Tensor t = dense_target(yhat, y, "siamese_contrastive_loss");
+  FX_CHECK(margin >= 0, "fx::siamese_contrastive_loss: margin must be non-negative, got ", margin);
+  return agg((1.0 - t) * square(yhat) + t * square(relu(margin - yhat)));
 }
 
 }  // namespace fx
