@@ -7,6 +7,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
 #include <map>
 #include <string>
 
@@ -290,7 +291,11 @@ TEST(MultiHeadAttentionOracle, BooleanAndFloatMasksMatchTorch) {
   check_mha({.attn_mask = fmask, .key_padding_mask = fpad}, to_torch(fmask), tpad, true);
   // A boolean causal-shaped mask: true above the diagonal is excluded.
   auto upper = fx::reshape(fx::arange(5), {1, 5}) > fx::reshape(fx::arange(4), {4, 1});
-  auto tupper = torch::triu(torch::ones({4, 5}, torch::kBool), 1);
+  // libtorch 1.13's C++ MultiheadAttention adds attn_mask to the scores as it is (its Python
+  // counterpart turns a boolean mask into -inf first), so torch gets the additive form.
+  auto tupper = torch::zeros({4, 5}, torch::kDouble)
+                    .masked_fill(torch::triu(torch::ones({4, 5}, torch::kBool), 1),
+                                 -std::numeric_limits<double>::infinity());
   check_mha({.attn_mask = upper}, tupper, {}, true);
   check_mha({.causal = true}, tupper, {}, true);
 }
