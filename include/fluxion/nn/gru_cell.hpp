@@ -1,7 +1,7 @@
 // GRUCell: one step of a gated recurrent unit, returning (y, h') with y = h' (Flux's GRUCell, in
 // PyTorch's nn::GRUCell weight layout and gate order r, z, n):
-//   r = sigmoid(x W_ir^T + b_ir + h W_hr^T + b_hr),  z = sigmoid(x W_iz^T + b_iz + h W_hz^T + b_hz)
-//   n = tanh(x W_in^T + b_in + r * (h W_hn^T + b_hn)),  h' = (1 - z) * n + z * h
+//  r = sigmoid(x W_ir^T + b_ir + h W_hr^T + b_hr),  z = sigmoid(x W_iz^T + b_iz + h W_hz^T + b_hz)
+//  n = tanh(x W_in^T + b_in + r * (h W_hn^T + b_hn)),  h' = (1 - z) * n + z * h
 //
 //   auto cell = fx::nn::GRUCell(8, 16);                // weight_ih (48, 8), weight_hh (48, 16)
 //   fx::Tensor x = fx::randn({4, 8});

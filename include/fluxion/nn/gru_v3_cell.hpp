@@ -1,6 +1,6 @@
 // GRUv3Cell: the gated recurrent unit of the paper's third version (Flux's GRUv3Cell), where the
 // reset gate scales the state before its product rather than after:
-//   n = tanh(x W_in^T + b_in + (r * h) W_hn^T + b_hn)
+//  n = tanh(x W_in^T + b_in + (r * h) W_hn^T + b_hn)
 // and r, z and h' = (1 - z) * n + z * h as in fx::nn::GRUCell, with the same weight layout.
 //
 //   auto cell = fx::nn::GRUv3Cell(8, 16);              // weight_ih (48, 8), weight_hh (48, 16)

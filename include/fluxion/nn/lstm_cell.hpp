@@ -1,7 +1,7 @@
 // LSTMCell: one step of a long short-term memory, returning (y, {h', c'}) with y = h' (Flux's
 // LSTMCell, in PyTorch's nn::LSTMCell weight layout and gate order i, f, g, o):
-//   gates = x W_ih^T + b_ih + h W_hh^T + b_hh,  split in four along the last axis
-//   c' = sigmoid(f) * c + sigmoid(i) * tanh(g),  h' = sigmoid(o) * tanh(c')
+//  gates = x W_ih^T + b_ih + h W_hh^T + b_hh,  split in four along the last axis
+//  c' = sigmoid(f) * c + sigmoid(i) * tanh(g),  h' = sigmoid(o) * tanh(c')
 //
 //   auto cell = fx::nn::LSTMCell(8, 16);               // weight_ih (64, 8), weight_hh (64, 16)
 //   fx::Tensor x = fx::randn({4, 8});
