@@ -56,8 +56,8 @@ LSTMCell::LSTMCell(int64_t in, int64_t hidden, Generator& gen, bool bias, DType 
 LSTMState LSTMCell::step(const Tensor& xw, const LSTMState& s) const {
   const int64_t H = hidden_size();
   Tensor g = xw + linear(s.h, weight_hh, bias_hh);
-  Tensor i = sigmoid(gate(g, 0, H)), f = sigmoid(gate(g, 1, H));
-  Tensor c = f * s.c + i * tanh(gate(g, 2, H));
+  Tensor if_ = sigmoid(slice(g, -1, 0, 2 * H));  // i and f are adjacent: one pass for both
+  Tensor c = gate(if_, 1, H) * s.c + gate(if_, 0, H) * tanh(gate(g, 2, H));
   return {sigmoid(gate(g, 3, H)) * tanh(c), c};
 }
 

@@ -4,6 +4,7 @@
 // layers differentiate to any order like the cells do.
 #include <array>
 #include <string>
+#include <type_traits>
 
 #include "fluxion/nn/gru.hpp"
 #include "fluxion/nn/lstm.hpp"
@@ -63,6 +64,21 @@ Tensor initial_state(const Layout& L, const char* what, const Tensor& given, con
   return zeros(want, x.dtype(), x.device());
 }
 
+// The bias of the input projection and the cell that steps. Where the two biases only ever add
+// (RNN, LSTM) they are summed once for the whole sequence, so the steps' products carry none; a
+// GRU's b_hn sits inside the reset gate's product and stays there.
+template <class Cell>
+std::pair<Tensor, Cell> fold_bias(const Cell& c) {
+  if constexpr (std::is_same_v<Cell, GRUCell>) {
+    return {c.bias_ih, c};
+  } else {
+    Cell stepper = c;
+    stepper.bias_hh = Tensor();
+    if (!c.bias_hh.defined()) return {c.bias_ih, stepper};
+    return {c.bias_ih.defined() ? c.bias_ih + c.bias_hh : c.bias_hh, stepper};
+  }
+}
+
 // Runs the stack. step(cell, xw_t, states) -> states; states[0] is the output h.
 template <size_t K, class Cell, class Step>
 std::pair<Tensor, States<K>> run(const std::vector<Cell>& cells, const Layout& L, const Tensor& x,
@@ -74,15 +90,16 @@ std::pair<Tensor, States<K>> run(const std::vector<Cell>& cells, const Layout& L
     Tensor len = reshape(lengths.astype(i64), {N, 1});
     for (int64_t t = 0; t < T; ++t) masks.push_back(gt(len, scalar(double(t), i64)));
   }
-  Tensor input = x;
+  // Time-major inside, (T, N, features): each step then reads and writes dense (N, .) blocks,
+  // and the only transposes are of the input and of the final output.
+  Tensor input = contiguous(transpose(x, 0, 1));
   std::array<std::vector<Tensor>, K> finals;
   for (int64_t l = 0; l < L.layers; ++l) {
     std::vector<Tensor> outs_by_dir;
     for (int64_t d = 0; d < L.dirs; ++d) {
-      const Cell& cell = cells[l * L.dirs + d];
-      // Every step's input projection in one product, laid out time-major so each step reads a
-      // dense (N, gates * hidden) block.
-      Tensor xw = contiguous(transpose(linear(input, cell.weight_ih, cell.bias_ih), 0, 1));
+      // Every step's input projection in one product: (T, N, gates * hidden).
+      auto [bias, cell] = fold_bias(cells[l * L.dirs + d]);
+      Tensor xw = linear(input, cell.weight_ih, bias);
       States<K> s;
       for (size_t k = 0; k < K; ++k) s[k] = select(init[k], 0, l * L.dirs + d);
       std::vector<Tensor> outs(T);
@@ -99,7 +116,7 @@ std::pair<Tensor, States<K>> run(const std::vector<Cell>& cells, const Layout& L
         }
         s = s1;
       }
-      outs_by_dir.push_back(stack(outs, 1));
+      outs_by_dir.push_back(stack(outs, 0));
       for (size_t k = 0; k < K; ++k) finals[k].push_back(s[k]);
     }
     input = L.dirs == 1 ? outs_by_dir[0] : concat(outs_by_dir, -1);
@@ -107,7 +124,7 @@ std::pair<Tensor, States<K>> run(const std::vector<Cell>& cells, const Layout& L
   }
   States<K> out;
   for (size_t k = 0; k < K; ++k) out[k] = stack(finals[k], 0);
-  return {input, out};
+  return {contiguous(transpose(input, 0, 1)), out};
 }
 
 template <class Layer>
