@@ -172,3 +172,15 @@ TEST(LSTM, BadShapesNameTheLayerAndShapes) {
   EXPECT_TRUE(fx::testing::throws_mentioning([] { (void)fx::nn::LSTM(3, 4, {.num_layers = 0}); },
                                              {"fx::nn::LSTM", "num_layers"}));
 }
+
+TEST(LSTM, ParametersArePathsOfCellsAndRunOnTheMetaDevice) {
+  auto lstm = fx::nn::LSTM(3, 4, {.bidirectional = true, .trainable_state = true});
+  const std::string s = fx::nn::summary(lstm);
+  for (const char* path : {"cells.0.weight_ih", "cells.1.bias_hh", "h0", "c0"})
+    EXPECT_NE(s.find(path), std::string::npos) << path;
+  // Shapes without data: the meta device runs the layer's ops on shapes alone.
+  auto meta = fx::to(lstm, fx::Device::meta);
+  auto [y, st] = meta(fx::to(fx::zeros({2, 5, 3}), fx::Device::meta));
+  EXPECT_EQ(y.shape(), (fx::Shape{2, 5, 8}));
+  EXPECT_EQ(st.c.shape(), (fx::Shape{2, 2, 4}));
+}

@@ -93,3 +93,12 @@ TEST(MultiHeadAttention, BadShapesNameTheLayerAndShapes) {
       },
       {"fx::nn::MultiHeadAttention", "attn_mask", "(3, 4)", "(3, 3)"}));
 }
+
+TEST(MultiHeadAttention, RunsOnTheMetaDeviceWithACausalMask) {
+  auto meta = fx::to(fx::nn::MultiHeadAttention(8, 2), fx::Device::meta);
+  auto q = fx::to(fx::zeros({3, 4, 8}), fx::Device::meta);
+  auto kv = fx::to(fx::zeros({3, 6, 8}), fx::Device::meta);
+  auto [y, w] = meta(q, kv, kv, {.causal = true, .average_weights = false});
+  EXPECT_EQ(y.shape(), (fx::Shape{3, 4, 8}));
+  EXPECT_EQ(w.shape(), (fx::Shape{3, 2, 4, 6}));
+}
