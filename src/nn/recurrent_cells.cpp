@@ -56,9 +56,12 @@ LSTMCell::LSTMCell(int64_t in, int64_t hidden, Generator& gen, bool bias, DType 
 LSTMState LSTMCell::step(const Tensor& xw, const LSTMState& s) const {
   const int64_t H = hidden_size();
   Tensor g = xw + linear(s.h, weight_hh, bias_hh);
-  Tensor if_ = sigmoid(slice(g, -1, 0, 2 * H));  // i and f are adjacent: one pass for both
-  Tensor c = gate(if_, 1, H) * s.c + gate(if_, 0, H) * tanh(gate(g, 2, H));
-  return {sigmoid(gate(g, 3, H)) * tanh(c), c};
+  // The elementwise kernels vectorise dense tensors, not column slices: one sigmoid over the
+  // whole gate block (the g quarter is not used) and a dense copy of g for its tanh cost less
+  // than activating the strided quarters one by one.
+  Tensor sg = sigmoid(g);
+  Tensor c = gate(sg, 1, H) * s.c + gate(sg, 0, H) * tanh(contiguous(gate(g, 2, H)));
+  return {gate(sg, 3, H) * tanh(c), c};
 }
 
 std::pair<Tensor, LSTMState> LSTMCell::operator()(const Tensor& x, const LSTMState& s) const {

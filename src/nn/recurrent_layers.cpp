@@ -130,8 +130,9 @@ std::pair<Tensor, States<K>> run(const std::vector<Cell>& cells, const Layout& L
 template <class Layer>
 void check_call(const Layer& m, const Layout& L, const Tensor& x, const Tensor& lengths) {
   FX_CHECK(!m.cells.empty(), L.name, ": called without cells (default-constructed)");
-  FX_CHECK(x.defined() && x.ndim() == 3 && x.size(2) == m.input_size(), L.name, ": input ",
-           detail::shape_of(x), " must be (N, T, ", m.input_size(), ") (batch first)");
+  FX_CHECK(x.defined() && x.ndim() == 3 && x.size(2) == m.input_size() && x.size(1) >= 1, L.name,
+           ": input ", detail::shape_of(x), " must be (N, T, ", m.input_size(),
+           ") with T >= 1 (batch first)");
   FX_CHECK(int64_t(m.cells.size()) == L.layers * L.dirs, L.name, ": has ", m.cells.size(),
            " cells for ", L.layers, " layers and ", L.dirs, " directions");
   if (lengths.defined()) {

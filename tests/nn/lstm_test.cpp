@@ -184,3 +184,22 @@ TEST(LSTM, ParametersArePathsOfCellsAndRunOnTheMetaDevice) {
   EXPECT_EQ(y.shape(), (fx::Shape{2, 5, 8}));
   EXPECT_EQ(st.c.shape(), (fx::Shape{2, 2, 4}));
 }
+
+TEST(LSTM, UnpaddedStackMatchesFiniteDifferencesToSecondOrder) {
+  // Without lengths no masking ops run: the plain recurrence, in both modes and to second order.
+  fx::Generator gen(15);
+  auto lstm =
+      fx::nn::LSTM(2, 3, {.num_layers = 2, .bidirectional = true, .dtype = fx::f64, .gen = &gen});
+  auto x = fx::testing::randn({2, 4, 2}, {.seed = 16});
+  fx::nn::LSTMState s{fx::testing::randn({4, 2, 3}, {.seed = 17}),
+                      fx::testing::randn({4, 2, 3}, {.seed = 18})};
+  auto f = [](const fx::nn::LSTM& m, const fx::Tensor& x, const fx::nn::LSTMState& s) {
+    auto [y, s1] = m(x, s);
+    return fx::sum(y * y) + fx::sum(s1.h * s1.c);
+  };
+  auto r = fx::testing::gradcheck(f, lstm, x, s);
+  EXPECT_TRUE(r) << r;
+  // One step (T = 1) as well.
+  auto r1 = fx::testing::gradcheck(f, lstm, fx::testing::randn({2, 1, 2}, {.seed = 19}), s);
+  EXPECT_TRUE(r1) << r1;
+}
