@@ -2,14 +2,16 @@
 // in the same process and on the same inputs, as name=value lines:
 //   recurrent_<layer>_fx_ms, recurrent_<layer>_torch_ms, recurrent_<layer>_ratio (fluxion / torch)
 // for an LSTM and a GRU (N 32, T 64, features 64, hidden 256) and MultiHeadAttention (N 16,
-// L 64, E 256, 8 heads). Each figure is the median of --reps timed runs after one warm-up.
+// L 64, E 256, 8 heads). Each figure is the median of --reps timed runs after one warm-up, in
+// the thread's CPU time (everything runs on the calling thread), which a busy shared machine
+// disturbs far less than wall time.
 //
 //   ./build/bench/recurrent_layers [--reps 7]
 #include <omp.h>
 
 #include <algorithm>
-#include <chrono>
 #include <cstdlib>
+#include <ctime>
 #include <functional>
 #include <iostream>
 #include <string>
@@ -29,14 +31,19 @@ extern "C" void openblas_set_num_threads(int) __attribute__((weak));
 
 namespace {
 
+double thread_ms() {
+  timespec t;
+  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t);
+  return t.tv_sec * 1e3 + t.tv_nsec * 1e-6;
+}
+
 double median_ms(int reps, const std::function<void()>& f) {
   f();  // warm-up: first-touch allocations, oneDNN/BLAS setup
   std::vector<double> t;
   for (int i = 0; i < reps; ++i) {
-    auto a = std::chrono::steady_clock::now();
+    const double a = thread_ms();
     f();
-    t.push_back(
-        std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - a).count());
+    t.push_back(thread_ms() - a);
   }
   std::sort(t.begin(), t.end());
   return t[t.size() / 2];
