@@ -203,3 +203,17 @@ TEST(LSTM, UnpaddedStackMatchesFiniteDifferencesToSecondOrder) {
   auto r1 = fx::testing::gradcheck(f, lstm, fx::testing::randn({2, 1, 2}, {.seed = 19}), s);
   EXPECT_TRUE(r1) << r1;
 }
+
+TEST(LSTM, WithoutBiasesIsTheBiasFreeCellSteppedThroughTime) {
+  fx::Generator gen(20);
+  auto lstm = fx::nn::LSTM(3, 4, {.bias = false, .dtype = fx::f64, .gen = &gen});
+  EXPECT_FALSE(lstm.cells[0].bias_ih.defined());
+  EXPECT_EQ(fx::nn::parameter_count(lstm), 16 * 3 + 16 * 4);
+  auto x = fx::testing::randn({2, 3, 3}, {.seed = 21});
+  auto [y, s] = lstm(x);
+  auto [y0, c0] = lstm.cells[0](fx::select(x, 1, 0));
+  auto [y1, c1] = lstm.cells[0](fx::select(x, 1, 1), c0);
+  auto [y2, c2] = lstm.cells[0](fx::select(x, 1, 2), c1);
+  EXPECT_TRUE(fx::allclose(fx::stack({y0, y1, y2}, 1), y, 1e-12, 1e-12));
+  EXPECT_TRUE(fx::allclose(fx::select(s.c, 0, 0), c2.c, 1e-12, 1e-12));
+}
