@@ -81,7 +81,7 @@ int main(int argc, char** argv) {
     auto g = fx::gradient([&](const fx::nn::GRU& m) { return fx::sum(m(x).first); }, gru);
   });
   const int64_t AN = 16, AL = 64, AE = 256;
-  auto mha = fx::nn::MultiHeadAttention(AE, 8, 0, true, fx::f32, &gen);
+  auto mha = fx::nn::MultiHeadAttention(AE, 8, {.gen = &gen});
   fx::Tensor ax = fx::randn({AN, AL, AE}, gen);
   double mha_fx = median_ms(reps, [&] {
     auto g = fx::gradient(

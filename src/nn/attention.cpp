@@ -69,18 +69,27 @@ std::pair<Tensor, Tensor> dot_product_attention(const Tensor& q, const Tensor& k
   return {matmul(w, v), w};
 }
 
-MultiHeadAttention::MultiHeadAttention(int64_t E, int64_t heads, double dropout, bool bias,
-                                       DType dtype, Generator* gen)
-    : num_heads(heads), dropout(dropout) {
+MultiHeadAttention::MultiHeadAttention(int64_t E, int64_t heads, const MultiHeadAttentionOptions& o)
+    : num_heads(heads), dropout(o.dropout) {
+  const int64_t kdim = o.kdim ? o.kdim : E, vdim = o.vdim ? o.vdim : E;
+  const DType dtype = o.dtype;
+  FX_CHECK(kdim > 0 && vdim > 0, "fx::nn::MultiHeadAttention: kdim ", kdim, " and vdim ", vdim,
+           " must be positive");
   FX_CHECK(E > 0 && heads > 0 && E % heads == 0, "fx::nn::MultiHeadAttention: embed_dim ", E,
            " must be a positive multiple of num_heads ", heads);
-  FX_CHECK(dropout >= 0 && dropout < 1, "fx::nn::MultiHeadAttention: dropout must be in [0, 1), ",
-           "got ", dropout);
-  Generator& g = gen ? *gen : default_generator();
-  in_proj_weight = glorot_uniform({3 * E, E}, g, 1.0, dtype);
+  FX_CHECK(o.dropout >= 0 && o.dropout < 1,
+           "fx::nn::MultiHeadAttention: dropout must be in [0, 1), got ", o.dropout);
+  Generator& g = o.gen ? *o.gen : default_generator();
+  if (kdim == E && vdim == E) {
+    in_proj_weight = glorot_uniform({3 * E, E}, g, 1.0, dtype);
+  } else {
+    q_proj_weight = glorot_uniform({E, E}, g, 1.0, dtype);
+    k_proj_weight = glorot_uniform({E, kdim}, g, 1.0, dtype);
+    v_proj_weight = glorot_uniform({E, vdim}, g, 1.0, dtype);
+  }
   const double a = 1 / std::sqrt(double(E));
   out_proj_weight = uniform({E, E}, -a, a, g, dtype);
-  if (bias) {
+  if (o.bias) {
     in_proj_bias = zeros({3 * E}, dtype);
     out_proj_bias = zeros({E}, dtype);
   }
@@ -89,22 +98,26 @@ MultiHeadAttention::MultiHeadAttention(int64_t E, int64_t heads, double dropout,
 std::pair<Tensor, Tensor> MultiHeadAttention::operator()(const Tensor& query, const Tensor& key,
                                                          const Tensor& value,
                                                          const AttentionMasks& m) const {
-  FX_CHECK(in_proj_weight.defined() && out_proj_weight.defined(),
+  FX_CHECK((in_proj_weight.defined() || q_proj_weight.defined()) && out_proj_weight.defined(),
            "fx::nn::MultiHeadAttention: called without weights (default-constructed)");
-  const int64_t E = embed_dim(), H = num_heads, D = E / H;
+  const int64_t E = embed_dim(), H = num_heads, D = E / H, KD = kdim(), VD = vdim();
   FX_CHECK(query.defined() && key.defined() && value.defined() && query.ndim() == 3 &&
-               key.ndim() == 3 && value.ndim() == 3 && query.size(2) == E && key.size(2) == E &&
-               value.size(2) == E && key.size(0) == query.size(0) &&
+               key.ndim() == 3 && value.ndim() == 3 && query.size(2) == E && key.size(2) == KD &&
+               value.size(2) == VD && key.size(0) == query.size(0) &&
                value.size(0) == query.size(0) && key.size(1) == value.size(1),
            "fx::nn::MultiHeadAttention: query ", shape_of(query), ", key ", shape_of(key),
-           ", value ", shape_of(value), " must be (N, L, ", E, "), (N, S, ", E, "), (N, S, ", E,
+           ", value ", shape_of(value), " must be (N, L, ", E, "), (N, S, ", KD, "), (N, S, ", VD,
            ") (batch first)");
   const int64_t N = query.size(0), L = query.size(1), S = key.size(1);
   auto block = [&](const Tensor& t, int64_t i) { return slice(t, 0, i * E, (i + 1) * E); };
+  auto weight = [&](int64_t i) {
+    if (in_proj_weight.defined()) return block(in_proj_weight, i);
+    return i == 0 ? q_proj_weight : i == 1 ? k_proj_weight : v_proj_weight;
+  };
   auto proj = [&](const Tensor& x, int64_t i, int64_t T) {
     Tensor b = in_proj_bias.defined() ? block(in_proj_bias, i) : Tensor();
-    // (N, T, E) -> (N, H, T, D)
-    return permute(reshape(linear(x, block(in_proj_weight, i), b), {N, T, H, D}), {0, 2, 1, 3});
+    // (N, T, width) -> (N, H, T, D)
+    return permute(reshape(linear(x, weight(i), b), {N, T, H, D}), {0, 2, 1, 3});
   };
   Tensor q = proj(query, 0, L), k = proj(key, 1, S), v = proj(value, 2, S);
 

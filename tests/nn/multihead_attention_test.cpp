@@ -10,7 +10,7 @@
 namespace {
 // An attention layer whose projections are identities: its heads attend over feature slices.
 fx::nn::MultiHeadAttention identity_mha(int64_t E, int64_t heads) {
-  auto m = fx::nn::MultiHeadAttention(E, heads, 0, true, fx::f64);
+  auto m = fx::nn::MultiHeadAttention(E, heads, {.dtype = fx::f64});
   m.in_proj_weight = fx::concat(
       {fx::linalg::eye(E, fx::f64), fx::linalg::eye(E, fx::f64), fx::linalg::eye(E, fx::f64)}, 0);
   m.out_proj_weight = fx::linalg::eye(E, fx::f64);
@@ -38,7 +38,7 @@ TEST(MultiHeadAttention, HeadsAttendOverTheirOwnFeatureSlices) {
 
 TEST(MultiHeadAttention, PaddedKeysAndCausalMasksFollowPyTorch) {
   fx::Generator gen(3);
-  auto m = fx::nn::MultiHeadAttention(8, 2, 0, true, fx::f64, &gen);
+  auto m = fx::nn::MultiHeadAttention(8, 2, {.dtype = fx::f64, .gen = &gen});
   auto x = fx::testing::randn({2, 4, 8}, {.seed = 4});
   // key_padding_mask: true marks a key to ignore; its value then cannot matter.
   auto pad = fx::from_vector<double>({0, 0, 0, 1, 0, 0, 1, 1}, {2, 4}) > 0.5;
@@ -59,7 +59,7 @@ TEST(MultiHeadAttention, PaddedKeysAndCausalMasksFollowPyTorch) {
 
 TEST(MultiHeadAttention, GradientsMatchFiniteDifferencesToSecondOrder) {
   fx::Generator gen(5);
-  auto m = fx::nn::MultiHeadAttention(4, 2, 0, true, fx::f64, &gen);
+  auto m = fx::nn::MultiHeadAttention(4, 2, {.dtype = fx::f64, .gen = &gen});
   m.in_proj_bias = fx::testing::randn({12}, {.seed = 6});
   auto q = fx::testing::randn({2, 3, 4}, {.seed = 7});
   auto kv = fx::testing::randn({2, 2, 4}, {.seed = 8});
@@ -101,4 +101,25 @@ TEST(MultiHeadAttention, RunsOnTheMetaDeviceWithACausalMask) {
   auto [y, w] = meta(q, kv, kv, {.causal = true, .average_weights = false});
   EXPECT_EQ(y.shape(), (fx::Shape{3, 4, 8}));
   EXPECT_EQ(w.shape(), (fx::Shape{3, 2, 4, 6}));
+}
+
+TEST(MultiHeadAttention, KeysAndValuesOfOtherWidthsHaveTheirOwnProjections) {
+  fx::Generator gen(9);
+  auto m = fx::nn::MultiHeadAttention(4, 2, {.kdim = 3, .vdim = 5, .dtype = fx::f64, .gen = &gen});
+  EXPECT_FALSE(m.in_proj_weight.defined());
+  EXPECT_EQ(m.k_proj_weight.shape(), (fx::Shape{4, 3}));
+  EXPECT_EQ(m.v_proj_weight.shape(), (fx::Shape{4, 5}));
+  EXPECT_EQ(fx::nn::parameter_count(m), 16 + 12 + 20 + 12 + 16 + 4);
+  auto q = fx::testing::randn({2, 3, 4}, {.seed = 10});
+  auto k = fx::testing::randn({2, 6, 3}, {.seed = 11});
+  auto v = fx::testing::randn({2, 6, 5}, {.seed = 12});
+  auto [y, w] = m(q, k, v);
+  EXPECT_EQ(y.shape(), (fx::Shape{2, 3, 4}));
+  EXPECT_EQ(w.shape(), (fx::Shape{2, 3, 6}));
+  auto f = [](const fx::nn::MultiHeadAttention& m, const fx::Tensor& q, const fx::Tensor& k,
+              const fx::Tensor& v) { return m(q, k, v, {.causal = true}).first; };
+  auto r = fx::testing::gradcheck(f, m, q, k, v);
+  EXPECT_TRUE(r) << r;
+  EXPECT_TRUE(fx::testing::throws_mentioning(
+      [&] { (void)m(q, v, v); }, {"fx::nn::MultiHeadAttention", "(2, 6, 5)", "(N, S, 3)"}));
 }

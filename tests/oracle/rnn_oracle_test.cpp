@@ -230,7 +230,7 @@ void check_mha(const fx::nn::AttentionMasks& masks, const torch::Tensor& t_attn_
                const torch::Tensor& t_pad, bool average) {
   const int64_t N = 2, L = 4, S = 5, E = 8, H = 2;
   fx::Generator gen(91);
-  auto mha = fx::nn::MultiHeadAttention(E, H, 0, true, fx::f64, &gen);
+  auto mha = fx::nn::MultiHeadAttention(E, H, {.dtype = fx::f64, .gen = &gen});
   mha.in_proj_bias = fx::randn({3 * E}, gen, fx::f64);
   mha.out_proj_bias = fx::randn({E}, gen, fx::f64);
   auto q = fx::randn({N, L, E}, gen, fx::f64), k = fx::randn({N, S, E}, gen, fx::f64),
@@ -273,6 +273,43 @@ void check_mha(const fx::nn::AttentionMasks& masks, const torch::Tensor& t_attn_
 }
 
 TEST(MultiHeadAttentionOracle, UnmaskedMatchesTorch) { check_mha({}, {}, {}, true); }
+
+TEST(MultiHeadAttentionOracle, KeysAndValuesOfOtherWidthsMatchTorch) {
+  // libtorch 1.13's C++ MultiheadAttention asserts that keys and values have the same shape, so
+  // kdim = vdim here (the unit test covers them differing).
+  const int64_t N = 2, L = 3, S = 4, E = 6, H = 3, KD = 5, VD = 5;
+  fx::Generator gen(92);
+  auto mha =
+      fx::nn::MultiHeadAttention(E, H, {.kdim = KD, .vdim = VD, .dtype = fx::f64, .gen = &gen});
+  mha.in_proj_bias = fx::randn({3 * E}, gen, fx::f64);
+  auto q = fx::randn({N, L, E}, gen, fx::f64), k = fx::randn({N, S, KD}, gen, fx::f64),
+       v = fx::randn({N, S, VD}, gen, fx::f64), uy = fx::randn({N, L, E}, gen, fx::f64);
+  torch::nn::MultiheadAttention ref(torch::nn::MultiheadAttentionOptions(E, H).kdim(KD).vdim(VD));
+  ref->to(torch::kDouble);
+  {
+    torch::NoGradGuard no_grad;
+    ref->q_proj_weight.copy_(to_torch(mha.q_proj_weight));
+    ref->k_proj_weight.copy_(to_torch(mha.k_proj_weight));
+    ref->v_proj_weight.copy_(to_torch(mha.v_proj_weight));
+    ref->in_proj_bias.copy_(to_torch(mha.in_proj_bias));
+    ref->out_proj->weight.copy_(to_torch(mha.out_proj_weight));
+    ref->out_proj->bias.copy_(to_torch(mha.out_proj_bias));
+  }
+  auto tk = to_torch(k).requires_grad_(true), tv = to_torch(v).requires_grad_(true);
+  auto [ty, tw] = ref->forward(to_torch(q).transpose(0, 1), tk.transpose(0, 1), tv.transpose(0, 1));
+  torch::sum(ty.transpose(0, 1) * to_torch(uy)).backward();
+  auto [y, w] = mha(q, k, v);
+  EXPECT_EQ(mismatch(y, ty.transpose(0, 1)), "");
+  EXPECT_EQ(mismatch(w, tw), "");
+  auto [gm, gk, gv] = fx::gradient([&](const fx::nn::MultiHeadAttention& m, const Tensor& k,
+                                       const Tensor& v) { return fx::sum(m(q, k, v).first * uy); },
+                                   mha, k, v);
+  EXPECT_EQ(mismatch(gk, tk.grad()), "");
+  EXPECT_EQ(mismatch(gv, tv.grad()), "");
+  EXPECT_EQ(mismatch(gm.k_proj_weight, ref->k_proj_weight.grad()), "");
+  EXPECT_EQ(mismatch(gm.v_proj_weight, ref->v_proj_weight.grad()), "");
+  EXPECT_EQ(mismatch(gm.q_proj_weight, ref->q_proj_weight.grad()), "");
+}
 
 TEST(MultiHeadAttentionOracle, PerHeadWeightsMatchTorch) {
   check_mha({.average_weights = false}, {}, {}, false);
