@@ -30,7 +30,7 @@ GEN=""
 # Ninja for a new build directory; an existing one keeps the generator it was made with.
 [ -f "$BUILD/CMakeCache.txt" ] || { command -v ninja >/dev/null && GEN="-G Ninja"; }
 cmake -S . -B "$BUILD" $GEN -DCMAKE_BUILD_TYPE=Release >/dev/null
-TARGETS=(overhead train_mlp lstm_overhead matmul adbench_gmm adbench_lstm elementwise_math per_example_gradients)
+TARGETS=(overhead train_mlp lstm_overhead matmul adbench_gmm adbench_lstm elementwise_math per_example_gradients recurrent_layers)
 [ -f bench/adbench_ba.cpp ] && TARGETS+=(adbench_ba)
 [ -f bench/adbench_hand.cpp ] && TARGETS+=(adbench_hand)
 [ -f bench/scalar_ad.cpp ] && TARGETS+=(scalar_ad)
@@ -92,6 +92,9 @@ if [ -x "$B/scalar_ad" ]; then
 fi
 run adbench_lstm "" "$B/adbench_lstm" "${AD_TIME[@]}"
 run adbench_gmm "" "$B/adbench_gmm" "${GMM_SIZES[@]}" "${AD_TIME[@]}"
+if [ -x "$B/recurrent_layers" ]; then
+  run recurrent_layers "" env OMP_NUM_THREADS=1 OPENBLAS_NUM_THREADS=1 "$B/recurrent_layers"
+fi
 if [ -x "$B/adbench_ba" ]; then
   run adbench_ba "" "$B/adbench_ba" ${BA_SIZES[@]+"${BA_SIZES[@]}"} "${AD_TIME[@]}"
 fi

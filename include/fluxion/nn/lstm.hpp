@@ -1,0 +1,54 @@
+// LSTM: long short-term memory over a batch-first sequence (N, T, features): fx::nn::LSTMCell
+// stepped through time, as torch::nn::LSTM with batch_first, with several layers, bidirectional,
+// dropout between layers, a trainable initial state and masking of padded sequences.
+//
+//   auto lstm = fx::nn::LSTM(8, 16);                       // one layer, one direction
+//   fx::Tensor x = fx::randn({4, 10, 8});                  // (N, T, features)
+//   auto [y, state] = lstm(x);                             // y (4, 10, 16); state.h, state.c (1, 4, 16)
+//   auto deep = fx::nn::LSTM(8, 16, {.num_layers = 2, .bidirectional = true, .dropout = 0.2});
+//   deep.training = false;                                 // evaluation: no dropout
+//   fx::Tensor h = fx::zeros({4, 4, 16}), c = fx::zeros({4, 4, 16});
+//   auto [y2, s2] = deep(x, {h, c});                       // y2 (4, 10, 32)
+//   fx::Tensor lengths = fx::from_vector<int64_t>({10, 7, 3, 1});
+//   auto [y3, s3] = lstm(x, {}, lengths);                  // padded sequences
+//
+// The state's h and c are (layers * directions, N, hidden), layer-major with the forward direction
+// first, as in PyTorch; undefined ones start at h0/c0 if the layer has a trainable state, else at
+// zero. The output concatenates the directions along the last axis. With lengths (N,), integers in
+// [0, T], sequence n runs over its first lengths[n] steps only: its outputs past that are zero and
+// its final state is the one at its length (the reverse direction starts at its last real step),
+// as with PyTorch's packed sequences. Bad shapes raise fx::Error naming the layer and the shapes.
+#pragma once
+#include <cstdint>
+#include <utility>
+#include <vector>
+
+#include "fluxion/core/fields.hpp"
+#include "fluxion/nn/lstm_cell.hpp"
+#include "fluxion/nn/recurrent.hpp"
+
+namespace fx::nn {
+
+struct LSTM {
+  std::vector<LSTMCell> cells;  // cell l * directions + d: layer l, direction d (1 = reverse)
+  Tensor h0;  // (layers * directions, hidden) trainable initial state, or undefined
+  Tensor c0;  // likewise for the cell state
+  int64_t num_layers = 1;
+  bool bidirectional = false;
+  double dropout = 0;
+  bool training = true;  // dropout between layers applies only while true
+  FX_FIELDS(cells, h0, c0)
+
+  LSTM() = default;  // an empty slot; not callable
+  LSTM(int64_t in, int64_t hidden, const RecurrentOptions& o = {});
+
+  // (output (N, T, directions * hidden), final {h, c}, each (layers * directions, N, hidden))
+  std::pair<Tensor, LSTMState> operator()(const Tensor& x, const LSTMState& state = {},
+                                          const Tensor& lengths = {}) const;
+
+  int64_t directions() const { return bidirectional ? 2 : 1; }
+  int64_t input_size() const { return cells.at(0).input_size(); }
+  int64_t hidden_size() const { return cells.at(0).hidden_size(); }
+};
+
+}  // namespace fx::nn
