@@ -58,6 +58,12 @@ Tensor batch_reduce(const Primitive& p, const BatchArgs& a) {
   return bind(p, {a.in[0]}, q);
 }
 
+Tensor batch_along_axis(const Primitive& p, const BatchArgs& a) {
+  std::vector<Tensor> in;
+  for (size_t i = 0; i < a.in.size(); ++i) in.push_back(batched_input(a, i));
+  return bind(p, std::span<const Tensor>(in), shifted_axis_params(a));
+}
+
 Tensor batch_by_loop(const Primitive& p, const BatchArgs& a) {
   std::vector<Tensor> outs, in(a.in.size());
   outs.reserve(size_t(a.size));

@@ -5,6 +5,7 @@
 
 #include "fluxion/ops/elementwise.hpp"
 #include "fluxion/ops/primitives.hpp"
+#include "ops/batching.hpp"
 
 namespace fx {
 
@@ -22,7 +23,8 @@ Primitive fft_p{.name = "fft",
                       adjoint.i[1] = -adjoint.i[1];
                       dx[0] = bind(fft_p, {dy}, adjoint);
                     },
-                .jvp = linear_jvp};
+                .jvp = linear_jvp,
+                .batch = detail::batch_along_axis};
 
 namespace {
 

@@ -1,10 +1,13 @@
 // Integer indexing: index_select/index_add and gather/scatter_add, each the other's adjoint.
 #include "fluxion/ops/index.hpp"
 
+#include <vector>
+
 #include "fluxion/ops/create.hpp"
 #include "fluxion/ops/elementwise.hpp"
 #include "fluxion/ops/primitives.hpp"
 #include "fluxion/ops/view.hpp"
+#include "ops/batching.hpp"
 
 namespace fx {
 namespace {
@@ -29,6 +32,17 @@ Params axis_params(int axis, const Shape& shape) {
   return p;
 }
 
+// Batching rule (fx::vmap) of index_select and index_add, which take one list of indices for
+// the whole tensor: shared indices batch like slice (batch_along_axis, as gather and
+// scatter_add do), per-example ones run example by example.
+Tensor batch_shared_index(const Primitive& p, const BatchArgs& a) {
+  if (a.is_batched(1)) return detail::batch_by_loop(p, a);
+  std::vector<Tensor> in;
+  for (size_t i = 0; i < a.in.size(); ++i)
+    in.push_back(i == 1 ? a.in[i] : detail::batched_input(a, i));
+  return bind(p, std::span<const Tensor>(in), detail::shifted_axis_params(a));
+}
+
 }  // namespace
 
 // params: i[0] axis; shape = shape of the indexed (larger) tensor.
@@ -47,7 +61,8 @@ Primitive index_select_p{.name = "index_select",
                                    index_add(expand(scalar(0, dy.dtype(), dy.device()), p.shape),
                                              p.i[0], a.input(1), dy);
                              },
-                         .jvp = linear_jvp};
+                         .jvp = linear_jvp,
+                         .batch = batch_shared_index};
 Primitive index_add_p{.name = "index_add",
                       .forward =
                           [](const Primitive& p, std::span<const Tensor> in, const Params& pr) {
@@ -59,7 +74,8 @@ Primitive index_add_p{.name = "index_add",
                             if (a.wants(0)) dx[0] = dy;
                             if (a.wants(2)) dx[2] = index_select(dy, a.params().i[0], a.input(1));
                           },
-                      .jvp = linear_jvp};
+                      .jvp = linear_jvp,
+                      .batch = batch_shared_index};
 Primitive gather_p{.name = "gather",
                    .forward =
                        [](const Primitive& p, std::span<const Tensor> in, const Params& pr) {
@@ -72,7 +88,8 @@ Primitive gather_p{.name = "gather",
                          dx[0] = scatter_add(expand(scalar(0, dy.dtype(), dy.device()), p.shape),
                                              p.i[0], a.input(1), dy);
                        },
-                   .jvp = linear_jvp};
+                   .jvp = linear_jvp,
+                   .batch = detail::batch_along_axis};
 Primitive scatter_add_p{.name = "scatter_add",
                         .forward =
                             [](const Primitive& p, std::span<const Tensor> in, const Params& pr) {
@@ -84,7 +101,8 @@ Primitive scatter_add_p{.name = "scatter_add",
                               if (a.wants(0)) dx[0] = dy;
                               if (a.wants(2)) dx[2] = gather(dy, a.params().i[0], a.input(1));
                             },
-                        .jvp = linear_jvp};
+                        .jvp = linear_jvp,
+                        .batch = detail::batch_along_axis};
 
 Tensor index_select(const Tensor& x, int64_t axis, const Tensor& index) {
   FX_CHECK(x.defined(), "fx::index_select: undefined tensor");

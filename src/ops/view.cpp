@@ -83,12 +83,6 @@ Tensor permute_batch(const Primitive&, const BatchArgs& a) {
   for (int64_t d : a.params.shape) perm.push_back(d + 1);
   return permute(a.in[0], perm);
 }
-// slice and its adjoints: i[0] is the axis, shape the whole (input or output) shape.
-Tensor slice_like_batch(const Primitive& p, const BatchArgs& a) {
-  std::vector<Tensor> in;
-  for (size_t i = 0; i < a.in.size(); ++i) in.push_back(detail::batched_input(a, i));
-  return bind(p, std::span<const Tensor>(in), detail::shifted_axis_params(a));
-}
 Tensor expand_batch(const Primitive&, const BatchArgs& a) {
   Tensor x = a.in[0];
   const int rank = a.params.shape.size();
@@ -149,7 +143,7 @@ Primitive slice_p{
 if (Tensor* acc = a.accumulator(0); acc && add_into_slice(*acc, dy, p)) return;
 dx[0] = bind(pad_slice_p, {dy}, p);
 }
-, .jvp = linear_jvp, .batch = slice_like_batch
+, .jvp = linear_jvp, .batch = detail::batch_along_axis
 }
 ;
 // pad_slice(dy) = zeros(shape) with dy written at the slice: the adjoint of slice.
@@ -158,7 +152,7 @@ Primitive pad_slice_p{.name = "pad_slice",
                       .pullback = FX_PULLBACK{const Params& p = a.params();
 dx[0] = slice(dy, p.i[0], p.i[1], p.i[1] + (p.i[2] - 1) * p.i[3] + 1, p.i[3]);
 }
-, .jvp = linear_jvp, .batch = slice_like_batch
+, .jvp = linear_jvp, .batch = detail::batch_along_axis
 }
 ;
 // slice_set(base, value) = base with value written at a slice: what element and slice
@@ -176,7 +170,7 @@ Tensor part = slice(dy, p.i[0], p.i[1], stop, p.i[3]);
 if (a.wants(0)) dx[0] = bind(slice_set_p, {dy, expanded_zeros_like(part)}, p);
 if (a.wants(1)) dx[1] = part;
 }
-, .jvp = linear_jvp, .batch = slice_like_batch
+, .jvp = linear_jvp, .batch = detail::batch_along_axis
 }
 ;
 Primitive expand_p{.name = "expand",
