@@ -255,11 +255,11 @@ void keep_alive(const Tensor& out, std::shared_ptr<const void> owner) {
 }  // namespace ad
 
 namespace detail {
-void record(const Primitive& p, std::span<const Tensor> in, Tensor& out, const Params& params) {
-  record_levels(0, p, in, out, params);
-}
-void record_levels(int from, const Primitive& p, std::span<const Tensor> in, Tensor& out,
-                   const Params& params) {
+namespace {
+// Inlined into both entry points: record() is on every recorded op's path.
+[[gnu::always_inline]] inline void record_from(int from, const Primitive& p,
+                                               std::span<const Tensor> in, Tensor& out,
+                                               const Params& params) {
   if (!is_inexact(out.dtype())) return;
   const int depth = recording_depth;
   for (int level = from; level < depth; ++level) {
@@ -267,6 +267,14 @@ void record_levels(int from, const Primitive& p, std::span<const Tensor> in, Ten
     if (t.forward) ad::forward_on(t, level, p, in, out, params);
     else ad::record_on(t, p, in, out, params);
   }
+}
+}  // namespace
+void record(const Primitive& p, std::span<const Tensor> in, Tensor& out, const Params& params) {
+  record_from(0, p, in, out, params);
+}
+void record_levels(int from, const Primitive& p, std::span<const Tensor> in, Tensor& out,
+                   const Params& params) {
+  record_from(from, p, in, out, params);
 }
 }  // namespace detail
 
