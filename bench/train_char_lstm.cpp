@@ -161,9 +161,7 @@ struct TorchCharImpl : torch::nn::Module {
         lstm(register_module("lstm",
                              torch::nn::LSTM(torch::nn::LSTMOptions(e, hidden).batch_first(true)))),
         head(register_module("head", torch::nn::Linear(hidden, vocab))) {}
-  torch::Tensor forward(const torch::Tensor& ids) {
-    return head(std::get<0>(lstm(embed(ids))));
-  }
+  torch::Tensor forward(const torch::Tensor& ids) { return head(std::get<0>(lstm(embed(ids)))); }
 };
 TORCH_MODULE(TorchChar);
 
@@ -242,8 +240,8 @@ int main(int argc, char** argv) {
       torch::Tensor x = torch::from_blob(b.x.data(), {N, T}, torch::kLong);
       torch::Tensor y = torch::from_blob(b.y.data(), {N * T}, torch::kLong);
       topt.zero_grad();
-      torch::Tensor loss = torch::nn::functional::cross_entropy(
-          tmodel->forward(x).reshape({N * T, vocab}), y);
+      torch::Tensor loss =
+          torch::nn::functional::cross_entropy(tmodel->forward(x).reshape({N * T, vocab}), y);
       loss.backward();
       topt.step();
       torch_loss = loss.item<double>();
@@ -251,11 +249,12 @@ int main(int argc, char** argv) {
   };
 #endif
 
-  std::printf("# char LSTM: embedding %lld -> LSTM %lld -> Dense %lld, batch %lld x %lld, Adam; "
-              "%d thread(s); %lld rounds of %lld steps, median of per-step means (%s)\n",
-              (long long)args.embed, (long long)args.hidden, (long long)vocab, (long long)N,
-              (long long)T, args.threads, (long long)args.rounds, (long long)args.steps,
-              args.threads == 1 ? "thread CPU time" : "wall time");
+  std::printf(
+      "# char LSTM: embedding %lld -> LSTM %lld -> Dense %lld, batch %lld x %lld, Adam; "
+      "%d thread(s); %lld rounds of %lld steps, median of per-step means (%s)\n",
+      (long long)args.embed, (long long)args.hidden, (long long)vocab, (long long)N, (long long)T,
+      args.threads, (long long)args.rounds, (long long)args.steps,
+      args.threads == 1 ? "thread CPU time" : "wall time");
   // Per-step milliseconds of each round: on the clock above, and on the wall clock.
   std::vector<double> fx_ms, torch_ms, fx_wall, torch_wall;
   auto timed = [&](auto&& steps, int64_t first, std::vector<double>& ms, std::vector<double>& wall,
@@ -271,9 +270,10 @@ int main(int argc, char** argv) {
 #ifdef FLUXION_BENCH_TORCH
     timed(torch_steps, r * args.steps, torch_ms, torch_wall, r > 0);
     if (r > 0)
-      std::printf("# round %lld: fluxion %.2f ms/step (loss %.4f), libtorch %.2f ms/step (loss "
-                  "%.4f)\n",
-                  (long long)r, fx_ms.back(), fx_loss, torch_ms.back(), torch_loss);
+      std::printf(
+          "# round %lld: fluxion %.2f ms/step (loss %.4f), libtorch %.2f ms/step (loss "
+          "%.4f)\n",
+          (long long)r, fx_ms.back(), fx_loss, torch_ms.back(), torch_loss);
 #endif
     std::fflush(stdout);
   }

@@ -78,8 +78,8 @@ Args parse(int argc, char** argv) {
              {.min = int64_t(2)});
   cli.option("--sample", "N", "characters to sample after training", a.sample_chars,
              {.min = int64_t(0)});
-  cli.option("--temperature", "K", "sampling temperature (lower: more conservative)",
-             a.temperature, {.min = 1e-3});
+  cli.option("--temperature", "K", "sampling temperature (lower: more conservative)", a.temperature,
+             {.min = 1e-3});
   cli.option("--seed", "S", "seed of the weights, the batches and the sampling", a.seed);
   cli.option("--threads", "T", "CPU threads for OpenMP and OpenBLAS", a.threads,
              {.min = 0, .shown_default = "all"});
@@ -106,15 +106,16 @@ std::string default_text() {
 
 // The text as ids into its own sorted alphabet of bytes.
 struct Corpus {
-  std::string alphabet;      // id -> byte
+  std::string alphabet;           // id -> byte
   std::array<int64_t, 256> id{};  // byte -> id
-  std::vector<int64_t> ids;  // the whole text
+  std::vector<int64_t> ids;       // the whole text
 };
 
 Corpus read_corpus(const std::string& path) {
   std::ifstream in(path, std::ios::binary);
-  if (!in) throw fx::Error("char_lstm: cannot read '" + path + "' (install the perl package, " +
-                           "or give another file with --text)");
+  if (!in)
+    throw fx::Error("char_lstm: cannot read '" + path + "' (install the perl package, " +
+                    "or give another file with --text)");
   std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
   Corpus c;
   std::array<bool, 256> seen{};
@@ -274,9 +275,9 @@ int main(int argc, char** argv) {
   if (args.sample_chars > 0) {
     fx::Generator sampler(args.seed);
     std::printf("# sample, temperature %g:\n", args.temperature);
-    std::printf("=item %s\n",
-                sample_text(model, corpus, "=item ", args.sample_chars, args.temperature, sampler)
-                    .c_str());
+    std::printf(
+        "=item %s\n",
+        sample_text(model, corpus, "=item ", args.sample_chars, args.temperature, sampler).c_str());
   }
   return 0;
 }
