@@ -3,7 +3,7 @@
 // file, then sampled.
 //
 //   ./build/examples/char_lstm                       // perldiag.pod, 1000 steps, hidden 256
-//   ./build/examples/char_lstm --small               // the smoke test's size (about 20 s)
+//   ./build/examples/char_lstm --small               // the smoke test's size (about 10 s, 1 thread)
 //   ./build/examples/char_lstm --steps 3000 --hidden 512 --seq 100 --temperature 0.6
 //   ./build/examples/char_lstm --text /usr/share/vim/vim90/doc/options.txt
 //
