@@ -7,7 +7,7 @@
 #   bench/run_all.sh --quick      # shorter timings (a smoke run, a few minutes)
 #   bench/run_all.sh --full       # also the large ADBench GMM sizes (10k points, d = 32)
 #
-# Names in results.txt are stable: overhead_*, mlp_t1_*, mlp_t2_*, mlp_scaling_*, scalar_ad_*, and the names
+# Names in results.txt are stable: overhead_*, mlp_t1_*, mlp_t2_*, mlp_scaling_*, scalar_ad_*, lstm_* (train_char_lstm), and the names
 # printed by lstm_overhead, matmul, adbench_gmm, adbench_lstm, adbench_ba and adbench_hand (already prefixed), plus
 # <bench>_wall_s and <bench>_peak_rss_kb for every run. The acceptance ratios of issue 4 are
 # collected under acceptance_* at the end.
@@ -34,6 +34,7 @@ TARGETS=(overhead train_mlp lstm_overhead matmul adbench_gmm adbench_lstm elemen
 [ -f bench/adbench_ba.cpp ] && TARGETS+=(adbench_ba)
 [ -f bench/adbench_hand.cpp ] && TARGETS+=(adbench_hand)
 [ -f bench/scalar_ad.cpp ] && TARGETS+=(scalar_ad)
+[ -f bench/train_char_lstm.cpp ] && TARGETS+=(train_char_lstm)
 cmake --build "$BUILD" -j"$(nproc)" --target "${TARGETS[@]}"
 mkdir -p "$OUT" docs
 RESULTS=$OUT/results.txt
@@ -44,13 +45,14 @@ case $MODE in
   quick) LSTM_OPTS=(--reps 5 --inner 5); MM_OPTS=(--reps 5 --sizes 64,256,1024)
          AD_TIME=(--min-time 0.05 --samples 2 --budget 0.5); GMM_SIZES=(--sets 1k --max-d 10 --max-k 50)
          BA_SIZES=(--sets ba1,ba2); MLP_OPTS=(--epochs 3 --steps 100)
-         HAND_SETS=(--sets simple/hand1,complicated/hand1) ;;
+         HAND_SETS=(--sets simple/hand1,complicated/hand1); CHAR_OPTS=(--rounds 3 --steps 3) ;;
   full)  LSTM_OPTS=(--reps 15 --inner 20); MM_OPTS=(--reps 7)
          AD_TIME=(--min-time 0.5 --samples 10 --budget 5); GMM_SIZES=(--sets 1k,10k)
-         BA_SIZES=(--sets ba1,ba3,ba5,ba8,ba10); MLP_OPTS=(--epochs 5); HAND_SETS=() ;;
+         BA_SIZES=(--sets ba1,ba3,ba5,ba8,ba10); MLP_OPTS=(--epochs 5); HAND_SETS=()
+         CHAR_OPTS=(--rounds 7 --steps 10) ;;
   *)     LSTM_OPTS=(--reps 15 --inner 20); MM_OPTS=(--reps 7)
          AD_TIME=(--min-time 0.1 --samples 5 --budget 1); GMM_SIZES=(--sets 1k,10k --max-d 20)
-         BA_SIZES=(); MLP_OPTS=(--epochs 5); HAND_SETS=() ;;
+         BA_SIZES=(); MLP_OPTS=(--epochs 5); HAND_SETS=(); CHAR_OPTS=(--rounds 5 --steps 10) ;;
 esac
 
 # run NAME PREFIX CMD...: runs CMD, keeps its output in $OUT/NAME.log, appends its name=value
@@ -94,6 +96,10 @@ run adbench_lstm "" "$B/adbench_lstm" "${AD_TIME[@]}"
 run adbench_gmm "" "$B/adbench_gmm" "${GMM_SIZES[@]}" "${AD_TIME[@]}"
 if [ -x "$B/recurrent_layers" ]; then
   run recurrent_layers "" env OMP_NUM_THREADS=1 OPENBLAS_NUM_THREADS=1 "$B/recurrent_layers"
+fi
+# examples/char_lstm's network, a training step in each library (issue 30: lstm_ratio_t1).
+if [ -x "$B/train_char_lstm" ]; then
+  run train_char_lstm "" env OMP_NUM_THREADS=1 OPENBLAS_NUM_THREADS=1 "$B/train_char_lstm" --threads 1 "${CHAR_OPTS[@]}"
 fi
 if [ -x "$B/adbench_ba" ]; then
   run adbench_ba "" "$B/adbench_ba" ${BA_SIZES[@]+"${BA_SIZES[@]}"} "${AD_TIME[@]}"
@@ -323,6 +329,19 @@ def hand_table():
       "allows).\n")
     jacobian_rows([(s.replace("_", "/", 1), f"hand_{s}") for s in sets], "N", "_points")
 hand_table()
+
+if "lstm_fluxion_step_ms" in r:
+    w("## Character-level LSTM training (issue 30)\n")
+    w("`examples/char_lstm`'s network (embedding 32, LSTM 256, Dense to the 97 characters of "
+      "perldiag.pod; batch 32 × 64 characters, Adam), one training step, fluxion beside libtorch "
+      "(torch::nn::LSTM) in the same process from the same weights on the same batches; one "
+      "thread; median over rounds of the thread's CPU time per step (wall time beside it).\n")
+    w("| fluxion (ms/step) | libtorch (ms/step) | `lstm_ratio_t1` | target | fluxion wall | libtorch wall | last loss fluxion / libtorch |")
+    w("|---|---|---|---|---|---|---|")
+    w(f"| {g('lstm_fluxion_step_ms', '{:.2f}')} | {g('lstm_libtorch_step_ms', '{:.2f}')} | "
+      f"{g('lstm_ratio_t1', '{:.3f}')} | ≤ 0.8 | {g('lstm_fluxion_step_wall_ms', '{:.2f}')} | "
+      f"{g('lstm_libtorch_step_wall_ms', '{:.2f}')} | {g('lstm_fluxion_loss_last', '{:.4f}')} / "
+      f"{g('lstm_libtorch_loss_last', '{:.4f}')} |\n")
 
 sc = [l for l in open(res) if l.startswith("scalar_ad_")]
 if sc:

@@ -10,7 +10,8 @@ set -euo pipefail
 packages=(build-essential cmake ninja-build pkg-config git
           libopenblas-dev libopenblas-openmp-dev liblapacke-dev libdnnl-dev zlib1g-dev libhwy-dev
           nlohmann-json3-dev libpng-dev libgtest-dev libeigen3-dev libboost-dev python3-venv
-          libtorch-dev dataset-fashion-mnist clang-format)
+          libtorch-dev dataset-fashion-mnist clang-format
+          perl)  # perl brings perl-modules-5.xx: its perldiag.pod is examples/char_lstm's text
 if [[ "${1:-}" == "--minimal" ]]; then  # the demo needs no test or peer libraries
   packages=(build-essential cmake ninja-build pkg-config libopenblas-dev libopenblas-openmp-dev liblapacke-dev
             libdnnl-dev zlib1g-dev libhwy-dev libeigen3-dev nlohmann-json3-dev libpng-dev
