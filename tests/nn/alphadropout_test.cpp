@@ -19,8 +19,9 @@ TEST(AlphaDropout, KeepsMeanAndVarianceOfStandardInputs) {
   EXPECT_NEAR(v, 1, 0.02);
   // Dropped values all take one value, a * alpha' + b.
   const double a = 1 / std::sqrt(0.8 * (1 + 0.2 * fx::nn::AlphaDropout::kAlphaPrime *
-                                                  fx::nn::AlphaDropout::kAlphaPrime));
-  const double dropped = a * fx::nn::AlphaDropout::kAlphaPrime - a * fx::nn::AlphaDropout::kAlphaPrime * 0.2;
+                                                fx::nn::AlphaDropout::kAlphaPrime));
+  const double dropped =
+      a * fx::nn::AlphaDropout::kAlphaPrime - a * fx::nn::AlphaDropout::kAlphaPrime * 0.2;
   auto frac = fx::mean(fx::astype(fx::abs(y - dropped) < 1e-12, fx::f64)).item();
   EXPECT_NEAR(frac, 0.2, 0.005);
 }

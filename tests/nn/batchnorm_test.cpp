@@ -80,8 +80,11 @@ TEST(BatchNorm, RunningStatisticsAreStateNotParameters) {
 
 TEST(BatchNorm, WrongChannelCountNamesTheLayerAndShapes) {
   auto bn = fx::nn::BatchNorm(4);
-  EXPECT_TRUE(fx::testing::throws_mentioning([&] { (void)bn(fx::zeros({2, 3, 5})); },
-                                             {"fx::nn::BatchNorm", "(2, 3, 5)", "4"}));
+  EXPECT_TRUE(fx::testing::throws_mentioning(
+      [&] {
+        (void)bn(fx::zeros({2, 3, 5}));
+      },
+      {"fx::nn::BatchNorm", "(2, 3, 5)", "4"}));
   EXPECT_TRUE(fx::testing::throws_mentioning([&] { (void)bn(fx::zeros({4})); },
                                              {"fx::nn::BatchNorm", "(4,)"}));
 }

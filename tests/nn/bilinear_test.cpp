@@ -9,8 +9,9 @@ namespace {
 
 TEST(Bilinear, ComputesX1WX2PlusB) {
   // W[0] = [[1, 0], [0, 1], [2, 0]] (3 x 2), W[1] = [[0, 1], [1, 0], [0, 0]]; b = (1, -1).
-  auto bl = fx::nn::Bilinear(fx::tensor({1, 0, 0, 1, 2, 0, 0, 1, 1, 0, 0, 0}, fx::f64).reshape({2, 3, 2}),
-                             fx::tensor({1, -1}, fx::f64));
+  auto bl =
+      fx::nn::Bilinear(fx::tensor({1, 0, 0, 1, 2, 0, 0, 1, 1, 0, 0, 0}, fx::f64).reshape({2, 3, 2}),
+                       fx::tensor({1, -1}, fx::f64));
   auto x1 = fx::tensor({1, 2, 3}, fx::f64).reshape({1, 3});
   auto x2 = fx::tensor({4, 5}, fx::f64).reshape({1, 2});
   // y0 = 1*4 + 2*5 + 3*2*4 + 1 = 39; y1 = 1*5 + 2*4 - 1 = 12.
@@ -33,10 +34,16 @@ TEST(Bilinear, GradientsMatchFiniteDifferences) {
 
 TEST(Bilinear, MismatchedInputsNameTheLayerAndShapes) {
   auto bl = fx::nn::Bilinear(3, 2, 4);
-  EXPECT_TRUE(fx::testing::throws_mentioning([&] { (void)bl(fx::zeros({5, 3}), fx::zeros({4, 2})); },
-                                             {"fx::nn::Bilinear", "(5, 3)", "(4, 2)"}));
-  EXPECT_TRUE(fx::testing::throws_mentioning([&] { (void)bl(fx::zeros({5, 2}), fx::zeros({5, 2})); },
-                                             {"fx::nn::Bilinear", "(5, 2)"}));
+  EXPECT_TRUE(fx::testing::throws_mentioning(
+      [&] {
+        (void)bl(fx::zeros({5, 3}), fx::zeros({4, 2}));
+      },
+      {"fx::nn::Bilinear", "(5, 3)", "(4, 2)"}));
+  EXPECT_TRUE(fx::testing::throws_mentioning(
+      [&] {
+        (void)bl(fx::zeros({5, 2}), fx::zeros({5, 2}));
+      },
+      {"fx::nn::Bilinear", "(5, 2)"}));
 }
 
 }  // namespace

@@ -80,7 +80,8 @@ TEST(Chain, NamedEntriesAreFoundByNameAndCallThrough) {
   auto x = fx::randn({5, 4}, gen);
   EXPECT_TRUE(fx::allclose(model(x), model.get<"dec">()(fx::tanh(model.get<"enc">()(x)))));
   std::vector<std::string> paths;
-  fx::for_each_named_tensor(model, [&](const std::string& p, const fx::Tensor&) { paths.push_back(p); });
+  fx::for_each_named_tensor(model,
+                            [&](const std::string& p, const fx::Tensor&) { paths.push_back(p); });
   EXPECT_EQ(paths.front(), "layers.0.layer.weight");
   auto g = fx::gradient([&](const auto& m) { return fx::sum(m(x)); }, model);
   EXPECT_TRUE(g.get<"enc">().weight.defined());

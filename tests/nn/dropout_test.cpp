@@ -69,8 +69,11 @@ TEST(Dropout, BadProbabilityOrAxisNamesTheLayer) {
                                              {"fx::nn::Dropout", "1.5"}));
   auto d = fx::nn::Dropout(0.5, {3});
   fx::nn::trainmode(d);
-  EXPECT_TRUE(fx::testing::throws_mentioning([&] { (void)d(fx::zeros({2, 3})); },
-                                             {"fx::nn::Dropout", "axis 3", "(2, 3)"}));
+  EXPECT_TRUE(fx::testing::throws_mentioning(
+      [&] {
+        (void)d(fx::zeros({2, 3}));
+      },
+      {"fx::nn::Dropout", "axis 3", "(2, 3)"}));
 }
 
 }  // namespace

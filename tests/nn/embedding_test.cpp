@@ -29,14 +29,18 @@ TEST(Embedding, GradientAccumulatesRepeatedIndicesAndSkipsPadding) {
 TEST(Embedding, GradientsMatchFiniteDifferences) {
   auto emb = fx::nn::Embedding(fx::testing::randn({5, 3}, {.seed = 1}), 4);
   auto idx = fx::from_vector<int64_t>({4, 2, 2, 0, 1, 4}, {3, 2});
-  auto r = fx::testing::gradcheck([&](const fx::nn::Embedding& m) { return fx::tanh(m(idx)); }, emb);
+  auto r =
+      fx::testing::gradcheck([&](const fx::nn::Embedding& m) { return fx::tanh(m(idx)); }, emb);
   EXPECT_TRUE(r) << r;
 }
 
 TEST(Embedding, BadIndicesNameTheLayerAndShapes) {
   auto emb = fx::nn::Embedding(5, 3);
   EXPECT_TRUE(fx::testing::throws_mentioning(
-      [&] { (void)emb(fx::from_vector<int64_t>({0, 5})); }, {"fx::nn::Embedding", "(2,)", "(5, 3)"}));
+      [&] {
+        (void)emb(fx::from_vector<int64_t>({0, 5}));
+      },
+      {"fx::nn::Embedding", "(2,)", "(5, 3)"}));
   EXPECT_TRUE(fx::testing::throws_mentioning([&] { (void)emb(fx::zeros({2})); },
                                              {"fx::nn::Embedding", "integers", "(5, 3)"}));
 }

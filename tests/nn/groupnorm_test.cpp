@@ -24,8 +24,8 @@ TEST(GroupNorm, GradientsMatchFiniteDifferences) {
   gn.scale = fx::testing::randn({6}, {.seed = 1});
   gn.bias = fx::testing::randn({6}, {.seed = 2});
   auto x = fx::testing::randn({2, 6, 3, 2}, {.seed = 3});
-  auto r = fx::testing::gradcheck([](const fx::nn::GroupNorm& m, const fx::Tensor& x) { return m(x); },
-                                  gn, x);
+  auto r = fx::testing::gradcheck(
+      [](const fx::nn::GroupNorm& m, const fx::Tensor& x) { return m(x); }, gn, x);
   EXPECT_TRUE(r) << r;
 }
 
@@ -33,8 +33,11 @@ TEST(GroupNorm, BadConfigurationsNameTheLayerAndShapes) {
   EXPECT_TRUE(fx::testing::throws_mentioning([] { (void)fx::nn::GroupNorm(6, 4); },
                                              {"fx::nn::GroupNorm", "4 groups", "6 channels"}));
   auto gn = fx::nn::GroupNorm(6, 3);
-  EXPECT_TRUE(fx::testing::throws_mentioning([&] { (void)gn(fx::zeros({2, 4, 3})); },
-                                             {"fx::nn::GroupNorm", "(2, 4, 3)", "6"}));
+  EXPECT_TRUE(fx::testing::throws_mentioning(
+      [&] {
+        (void)gn(fx::zeros({2, 4, 3}));
+      },
+      {"fx::nn::GroupNorm", "(2, 4, 3)", "6"}));
 }
 
 }  // namespace

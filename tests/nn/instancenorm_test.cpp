@@ -11,7 +11,8 @@ TEST(InstanceNorm, NormalisesEachSampleAndChannelOverSpace) {
   auto in = fx::nn::InstanceNorm(2, fx::identity, false, 1e-12, fx::f64);
   EXPECT_EQ(fx::nn::parameter_count(in), 0);
   // (0, 0): {1, 3} -> {-1, 1}; (0, 1): {0, 2} -> {-1, 1}; (1, 0): {2, 2} -> {0, 0}; (1, 1): {5, 9} -> {-1, 1}.
-  auto y = fx::to_vector<double>(in(fx::tensor({1, 3, 0, 2, 2, 2, 5, 9}, fx::f64).reshape({2, 2, 2})));
+  auto y =
+      fx::to_vector<double>(in(fx::tensor({1, 3, 0, 2, 2, 2, 5, 9}, fx::f64).reshape({2, 2, 2})));
   EXPECT_NEAR(y[0], -1, 1e-12);
   EXPECT_NEAR(y[1], 1, 1e-12);
   EXPECT_NEAR(y[2], -1, 1e-12);
@@ -33,10 +34,16 @@ TEST(InstanceNorm, GradientsMatchFiniteDifferences) {
 
 TEST(InstanceNorm, InputWithoutSpatialAxesNamesTheLayerAndShape) {
   auto in = fx::nn::InstanceNorm(3);
-  EXPECT_TRUE(fx::testing::throws_mentioning([&] { (void)in(fx::zeros({2, 3})); },
-                                             {"fx::nn::InstanceNorm", "(2, 3)"}));
-  EXPECT_TRUE(fx::testing::throws_mentioning([&] { (void)in(fx::zeros({2, 4, 5})); },
-                                             {"fx::nn::InstanceNorm", "(2, 4, 5)", "3"}));
+  EXPECT_TRUE(fx::testing::throws_mentioning(
+      [&] {
+        (void)in(fx::zeros({2, 3}));
+      },
+      {"fx::nn::InstanceNorm", "(2, 3)"}));
+  EXPECT_TRUE(fx::testing::throws_mentioning(
+      [&] {
+        (void)in(fx::zeros({2, 4, 5}));
+      },
+      {"fx::nn::InstanceNorm", "(2, 4, 5)", "3"}));
 }
 
 }  // namespace

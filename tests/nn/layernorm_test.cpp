@@ -26,15 +26,18 @@ TEST(LayerNorm, GradientsMatchFiniteDifferences) {
   ln.scale = fx::testing::randn({2, 3}, {.seed = 1});
   ln.bias = fx::testing::randn({2, 3}, {.seed = 2});
   auto x = fx::testing::randn({4, 2, 3}, {.seed = 3});
-  auto r = fx::testing::gradcheck([](const fx::nn::LayerNorm& m, const fx::Tensor& x) { return m(x); },
-                                  ln, x);
+  auto r = fx::testing::gradcheck(
+      [](const fx::nn::LayerNorm& m, const fx::Tensor& x) { return m(x); }, ln, x);
   EXPECT_TRUE(r) << r;
 }
 
 TEST(LayerNorm, WrongTrailingShapeNamesTheLayerAndShapes) {
   auto ln = fx::nn::LayerNorm({3, 4});
-  EXPECT_TRUE(fx::testing::throws_mentioning([&] { (void)ln(fx::zeros({2, 4, 3})); },
-                                             {"fx::nn::LayerNorm", "(2, 4, 3)", "(3, 4)"}));
+  EXPECT_TRUE(fx::testing::throws_mentioning(
+      [&] {
+        (void)ln(fx::zeros({2, 4, 3}));
+      },
+      {"fx::nn::LayerNorm", "(2, 4, 3)", "(3, 4)"}));
 }
 
 }  // namespace

@@ -9,7 +9,8 @@ namespace {
 
 TEST(Maxout, TakesTheElementwiseMaximumOfItsPieces) {
   fx::Generator gen(1);
-  auto mo = fx::nn::Maxout<fx::nn::Dense>(3, [&] { return fx::nn::Dense(4, 2, fx::identity, gen); });
+  auto mo =
+      fx::nn::Maxout<fx::nn::Dense>(3, [&] { return fx::nn::Dense(4, 2, fx::identity, gen); });
   EXPECT_EQ(mo.layers.size(), 3u);
   EXPECT_EQ(fx::nn::parameter_count(mo), 3 * (8 + 2));
   auto x = fx::randn({5, 4}, gen);
@@ -20,7 +21,8 @@ TEST(Maxout, TakesTheElementwiseMaximumOfItsPieces) {
 TEST(Maxout, GradientsMatchFiniteDifferences) {
   auto mo = fx::nn::Maxout<fx::nn::Dense>(
       {fx::nn::Dense(fx::testing::randn({2, 3}, {.seed = 1}), fx::testing::randn({2}, {.seed = 2})),
-       fx::nn::Dense(fx::testing::randn({2, 3}, {.seed = 3}), fx::testing::randn({2}, {.seed = 4}))});
+       fx::nn::Dense(fx::testing::randn({2, 3}, {.seed = 3}),
+                     fx::testing::randn({2}, {.seed = 4}))});
   auto x = fx::testing::randn({6, 3}, {.seed = 5});
   auto r = fx::testing::gradcheck([](const auto& m, const fx::Tensor& x) { return m(x); }, mo, x);
   EXPECT_TRUE(r) << r;
@@ -28,8 +30,11 @@ TEST(Maxout, GradientsMatchFiniteDifferences) {
 
 TEST(Maxout, PiecesOfDifferentShapesNameTheLayer) {
   auto mo = fx::nn::Maxout<fx::nn::Dense>({fx::nn::Dense(3, 2), fx::nn::Dense(3, 4)});
-  EXPECT_TRUE(fx::testing::throws_mentioning([&] { (void)mo(fx::zeros({5, 3})); },
-                                             {"fx::nn::Maxout", "(5, 4)", "(5, 2)"}));
+  EXPECT_TRUE(fx::testing::throws_mentioning(
+      [&] {
+        (void)mo(fx::zeros({5, 3}));
+      },
+      {"fx::nn::Maxout", "(5, 4)", "(5, 2)"}));
 }
 
 }  // namespace

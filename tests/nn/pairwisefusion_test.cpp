@@ -23,9 +23,9 @@ TEST(PairwiseFusion, FeedsEachStepThePreviousOutputJoinedWithItsInput) {
 }
 
 TEST(PairwiseFusion, GradientsMatchFiniteDifferences) {
-  auto pf = fx::nn::PairwiseFusion(fx::nn::add_outputs,
-                                   fx::nn::Dense(fx::testing::randn({3, 3}, {.seed = 1}), {}, fx::tanh),
-                                   fx::nn::Dense(fx::testing::randn({3, 3}, {.seed = 2})));
+  auto pf = fx::nn::PairwiseFusion(
+      fx::nn::add_outputs, fx::nn::Dense(fx::testing::randn({3, 3}, {.seed = 1}), {}, fx::tanh),
+      fx::nn::Dense(fx::testing::randn({3, 3}, {.seed = 2})));
   auto x = fx::testing::randn({4, 3}, {.seed = 3}), w = fx::testing::randn({4, 3}, {.seed = 4});
   auto r = fx::testing::gradcheck(
       [](const auto& m, const fx::Tensor& a, const fx::Tensor& b) {

@@ -15,7 +15,8 @@ TEST(Parallel, AppliesEachLayerToTheInputOrToItsOwn) {
                               fx::nn::Dense(3, 1, fx::identity, gen));
   auto x1 = fx::randn({5, 4}, gen), x2 = fx::randn({5, 3}, gen);
   auto y = par(x1, x2);
-  EXPECT_TRUE(fx::allclose(y, fx::concat({std::get<0>(par.layers)(x1), std::get<1>(par.layers)(x2)}, 1)));
+  EXPECT_TRUE(
+      fx::allclose(y, fx::concat({std::get<0>(par.layers)(x1), std::get<1>(par.layers)(x2)}, 1)));
   auto same = fx::nn::Parallel(fx::nn::add_outputs, fx::nn::Dense(4, 2, fx::identity, gen),
                                fx::nn::Dense(4, 2, fx::identity, gen));
   EXPECT_TRUE(fx::allclose(same(x1), std::get<0>(same.layers)(x1) + std::get<1>(same.layers)(x1)));

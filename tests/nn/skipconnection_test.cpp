@@ -12,7 +12,8 @@ TEST(SkipConnection, JoinsTheLayersOutputWithItsInput) {
   auto res = fx::nn::SkipConnection(fx::nn::Dense(3, 3, fx::relu, gen), fx::nn::add_outputs);
   auto x = fx::randn({4, 3}, gen);
   EXPECT_TRUE(fx::allclose(res(x), res.layer(x) + x));
-  auto cat = fx::nn::SkipConnection(fx::nn::Dense(3, 2, fx::identity, gen), fx::nn::concat_features);
+  auto cat =
+      fx::nn::SkipConnection(fx::nn::Dense(3, 2, fx::identity, gen), fx::nn::concat_features);
   auto y = cat(x);
   EXPECT_EQ(y.shape(), (fx::Shape{4, 5}));
   EXPECT_TRUE(fx::allclose(fx::slice(y, 1, 2, 5), x));

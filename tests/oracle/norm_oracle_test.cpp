@@ -100,7 +100,8 @@ TEST(NormOracle, LayerNorm) {
   auto ln = fx::nn::LayerNorm({3, 4}, fx::identity, true, 1e-5, fx::f64);
   ln.scale = fx::testing::randn({3, 4}, {.seed = 1});
   ln.bias = fx::testing::randn({3, 4}, {.seed = 2});
-  auto x = fx::testing::randn({2, 5, 3, 4}, {.seed = 3}), u = fx::testing::randn({2, 5, 3, 4}, {.seed = 4});
+  auto x = fx::testing::randn({2, 5, 3, 4}, {.seed = 3}),
+       u = fx::testing::randn({2, 5, 3, 4}, {.seed = 4});
   auto [gm, gx] = fx::gradient(
       [&](const fx::nn::LayerNorm& m, const fx::Tensor& x) { return fx::sum(m(x) * u); }, ln, x);
   auto tx = leaf(x), tw = leaf(ln.scale), tb = leaf(ln.bias);
@@ -113,7 +114,8 @@ TEST(NormOracle, GroupNorm) {
   auto gn = fx::nn::GroupNorm(6, 3, fx::identity, true, 1e-5, fx::f64);
   gn.scale = fx::testing::randn({6}, {.seed = 1});
   gn.bias = fx::testing::randn({6}, {.seed = 2});
-  auto x = fx::testing::randn({2, 6, 4, 3}, {.seed = 3}), u = fx::testing::randn({2, 6, 4, 3}, {.seed = 4});
+  auto x = fx::testing::randn({2, 6, 4, 3}, {.seed = 3}),
+       u = fx::testing::randn({2, 6, 4, 3}, {.seed = 4});
   auto [gm, gx] = fx::gradient(
       [&](const fx::nn::GroupNorm& m, const fx::Tensor& x) { return fx::sum(m(x) * u); }, gn, x);
   auto tx = leaf(x), tw = leaf(gn.scale), tb = leaf(gn.bias);
@@ -126,7 +128,8 @@ TEST(NormOracle, InstanceNorm) {
   auto in = fx::nn::InstanceNorm(4, fx::identity, true, 1e-5, fx::f64);
   in.scale = fx::testing::randn({4}, {.seed = 1});
   in.bias = fx::testing::randn({4}, {.seed = 2});
-  auto x = fx::testing::randn({3, 4, 7}, {.seed = 3}), u = fx::testing::randn({3, 4, 7}, {.seed = 4});
+  auto x = fx::testing::randn({3, 4, 7}, {.seed = 3}),
+       u = fx::testing::randn({3, 4, 7}, {.seed = 4});
   auto [gm, gx] = fx::gradient(
       [&](const fx::nn::InstanceNorm& m, const fx::Tensor& x) { return fx::sum(m(x) * u); }, in, x);
   auto tx = leaf(x), tw = leaf(in.scale), tb = leaf(in.bias);
@@ -156,17 +159,19 @@ TEST(NormOracle, EmbeddingBagAllModes) {
     SCOPED_TRACE(tmode);
     auto bag = fx::nn::EmbeddingBag(table, mode);
     auto u = fx::testing::randn({4, 3}, {.seed = 2});
-    auto g = fx::gradient([&](const fx::nn::EmbeddingBag& m) { return fx::sum(m(idx, offsets) * u); }, bag);
+    auto g = fx::gradient(
+        [&](const fx::nn::EmbeddingBag& m) { return fx::sum(m(idx, offsets) * u); }, bag);
     auto tw = leaf(table);
     auto ty = std::get<0>(torch::embedding_bag(tw, to_torch(idx), to_torch(offsets), false, tmode));
     (ty * to_torch(u)).sum().backward();
     compare(bag(idx, offsets), ty, {g.weight}, {tw}, "EmbeddingBag (offsets)");
     auto u2 = fx::testing::randn({2, 3}, {.seed = 3});
-    auto g2 = fx::gradient([&](const fx::nn::EmbeddingBag& m) { return fx::sum(m(fixed) * u2); }, bag);
+    auto g2 =
+        fx::gradient([&](const fx::nn::EmbeddingBag& m) { return fx::sum(m(fixed) * u2); }, bag);
     auto tw2 = leaf(table);
     // ATen's embedding_bag takes fixed bags as flat indices with offsets 0, L, 2L, ...
-    auto ty2 = std::get<0>(torch::embedding_bag(tw2, to_torch(fixed).reshape({-1}),
-                                                torch::arange(0, 6, 3, torch::kLong), false, tmode));
+    auto ty2 = std::get<0>(torch::embedding_bag(
+        tw2, to_torch(fixed).reshape({-1}), torch::arange(0, 6, 3, torch::kLong), false, tmode));
     (ty2 * to_torch(u2)).sum().backward();
     compare(bag(fixed), ty2, {g2.weight}, {tw2}, "EmbeddingBag (fixed)");
   }
@@ -174,11 +179,12 @@ TEST(NormOracle, EmbeddingBagAllModes) {
   auto bag = fx::nn::EmbeddingBag(table, B::sum);
   auto w = fx::testing::randn({8}, {.seed = 4});
   auto u = fx::testing::randn({4, 3}, {.seed = 5});
-  auto [gm, gw] = fx::gradient(
-      [&](const fx::nn::EmbeddingBag& m, const fx::Tensor& w) { return fx::sum(m(idx, offsets, w) * u); },
-      bag, w);
+  auto [gm, gw] = fx::gradient([&](const fx::nn::EmbeddingBag& m,
+                                   const fx::Tensor& w) { return fx::sum(m(idx, offsets, w) * u); },
+                               bag, w);
   auto tt = leaf(table), tpw = leaf(w);
-  auto ty = std::get<0>(torch::embedding_bag(tt, to_torch(idx), to_torch(offsets), false, 0, false, tpw));
+  auto ty =
+      std::get<0>(torch::embedding_bag(tt, to_torch(idx), to_torch(offsets), false, 0, false, tpw));
   (ty * to_torch(u)).sum().backward();
   compare(bag(idx, offsets, w), ty, {gm.weight, gw}, {tt, tpw}, "EmbeddingBag (weighted)");
 }
@@ -188,11 +194,9 @@ TEST(NormOracle, Bilinear) {
                              fx::testing::randn({4}, {.seed = 2}));
   auto x1 = fx::testing::randn({6, 3}, {.seed = 3}), x2 = fx::testing::randn({6, 5}, {.seed = 4});
   auto u = fx::testing::randn({6, 4}, {.seed = 5});
-  auto [gm, g1, g2] = fx::gradient(
-      [&](const fx::nn::Bilinear& m, const fx::Tensor& a, const fx::Tensor& b) {
-        return fx::sum(m(a, b) * u);
-      },
-      bl, x1, x2);
+  auto [gm, g1, g2] = fx::gradient([&](const fx::nn::Bilinear& m, const fx::Tensor& a,
+                                       const fx::Tensor& b) { return fx::sum(m(a, b) * u); },
+                                   bl, x1, x2);
   auto tw = leaf(bl.weight), tb = leaf(bl.bias), t1 = leaf(x1), t2 = leaf(x2);
   auto ty = torch::bilinear(t1, t2, tw, tb);
   (ty * to_torch(u)).sum().backward();

@@ -2,7 +2,7 @@
 // negative saturation and an affine map restores mean 0 and variance 1 (Klambauer et al. 2017;
 // PyTorch's AlphaDropout, Flux's AlphaDropout).
 //
-//   auto model = fx::nn::Chain(fx::nn::Dense(16, 16, fx::selu), fx::nn::AlphaDropout(0.1));
+//   auto model = fx::nn::Chain(fx::nn::Dense(16, 16), fx::nn::AlphaDropout(0.1));  // after selu
 //   fx::Tensor x = fx::randn({32, 16});
 //   auto g = fx::gradient([&](const auto& m) { return fx::sum(m(x)); }, model);  // applied here
 //
@@ -27,8 +27,8 @@ struct AlphaDropout {
   FX_FIELDS(mode)
 
   // selu's constants (fx::selu): -scale * alpha, the value selu tends to as x -> -inf.
-  static constexpr double kAlphaPrime = -1.0507009873554804934193349852946 *
-                                        1.6732632423543772848170429916717;
+  static constexpr double kAlphaPrime =
+      -1.0507009873554804934193349852946 * 1.6732632423543772848170429916717;
 
   AlphaDropout() = default;
   explicit AlphaDropout(double p, Generator* gen = nullptr) : p(p), gen(gen) {

@@ -6,7 +6,7 @@
 //   auto g = fx::gradient([&](const fx::nn::BatchNorm& m) { return fx::sum(m(x)); }, bn);
 //   // inside the gradient: batch statistics, and running_mean/running_var were updated
 //   fx::Tensor y = bn(x);                             // outside: the running statistics
-//   auto no_affine = fx::nn::BatchNorm(16, fx::identity, {.affine = false, .momentum = 0.01});
+//   auto no_affine = fx::nn::BatchNorm(16, fx::identity, {.momentum = 0.01, .affine = false});
 //
 // Training (fx::nn::is_training: inside a reverse-mode gradient unless testmode/trainmode says
 // otherwise): y = act((x - mean) / sqrt(var + eps) * scale + bias), with the mean and the biased
@@ -42,8 +42,8 @@ struct BatchNormOptions {
 };
 
 struct BatchNorm {
-  Tensor scale, bias;                   // (C,), or undefined without affine
-  Tensor running_mean, running_var;     // (C,), or undefined without track_stats
+  Tensor scale, bias;                // (C,), or undefined without affine
+  Tensor running_mean, running_var;  // (C,), or undefined without track_stats
   Activation act = identity;
   double eps = 1e-5, momentum = 0.1;
   Mode mode = Mode::automatic;

@@ -34,8 +34,8 @@ struct Bilinear {
   Bilinear(int64_t in1, int64_t in2, int64_t out, Activation act = identity, bool bias = true,
            DType dtype = f32)
       : Bilinear(in1, in2, out, act, default_generator(), bias, dtype) {}
-  Bilinear(int64_t in1, int64_t in2, int64_t out, Activation act, Generator& gen,
-           bool bias = true, DType dtype = f32)
+  Bilinear(int64_t in1, int64_t in2, int64_t out, Activation act, Generator& gen, bool bias = true,
+           DType dtype = f32)
       : weight(uniform({out, in1, in2}, -1 / std::sqrt(double(in1)), 1 / std::sqrt(double(in1)),
                        gen, dtype)),
         bias(bias ? uniform({out}, -1 / std::sqrt(double(in1)), 1 / std::sqrt(double(in1)), gen,

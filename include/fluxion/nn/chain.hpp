@@ -83,9 +83,7 @@ struct Chain {
   FX_FIELDS(layers)
 
   Chain() = default;
-  explicit Chain(Layers... ls)
-    requires(sizeof...(Layers) > 0)
-      : layers(std::move(ls)...) {}
+  explicit Chain(Layers... ls) requires(sizeof...(Layers) > 0) : layers(std::move(ls)...) {}
 
   static constexpr size_t size() { return sizeof...(Layers); }
 
@@ -124,10 +122,13 @@ struct Chain {
   // A Chain of layers [B, E), copied.
   template <size_t B, size_t E>
   auto slice() const {
-    static_assert(B <= E && E <= sizeof...(Layers), "fx::nn::Chain::slice<B, E>: need B <= E <= size()");
+    static_assert(B <= E && E <= sizeof...(Layers),
+                  "fx::nn::Chain::slice<B, E>: need B <= E <= size()");
     return [&]<size_t... I>(std::index_sequence<I...>) {
-      return Chain<std::tuple_element_t<B + I, std::tuple<Layers...>>...>(std::get<B + I>(layers)...);
-    }(std::make_index_sequence<E - B>{});
+      return Chain<std::tuple_element_t<B + I, std::tuple<Layers...>>...>(
+          std::get<B + I>(layers)...);
+    }
+    (std::make_index_sequence<E - B>{});
   }
 
  private:

@@ -26,8 +26,8 @@ namespace fx::nn {
 namespace detail {
 // Checks that idx holds integers in [0, weight rows); `layer` names the caller.
 inline void check_indices(const Tensor& idx, const Tensor& weight, const char* layer) {
-  FX_CHECK(idx.defined() && (idx.dtype() == i64 || idx.dtype() == i32), "fx::nn::",
-           layer, ": indices ", idx.defined() ? idx.shape().to_string() : "undefined",
+  FX_CHECK(idx.defined() && (idx.dtype() == i64 || idx.dtype() == i32), "fx::nn::", layer,
+           ": indices ", idx.defined() ? idx.shape().to_string() : "undefined",
            " must be integers to index the table ", weight.shape());
   if (idx.numel() == 0) return;
   const int64_t lo = min(idx).item<int64_t>(), hi = max(idx).item<int64_t>();
@@ -37,7 +37,7 @@ inline void check_indices(const Tensor& idx, const Tensor& weight, const char* l
 }  // namespace detail
 
 struct Embedding {
-  Tensor weight;  // (vocabulary, size)
+  Tensor weight;               // (vocabulary, size)
   int64_t padding_index = -1;  // -1: none
   FX_FIELDS(weight)
 
@@ -51,10 +51,13 @@ struct Embedding {
       : weight(std::move(table)), padding_index(padding_index) {
     FX_CHECK(weight.ndim() == 2, "fx::nn::Embedding: the table ", weight.shape(),
              " is not (vocabulary, size)");
-    FX_CHECK(padding_index >= -1 && padding_index < weight.shape()[0], "fx::nn::Embedding: "
-             "padding_index ", padding_index, " is outside the table ", weight.shape());
-    if (padding_index >= 0) weight.slice_assign(0, padding_index, padding_index + 1,
-                                                zeros({1, weight.shape()[1]}, weight.dtype()));
+    FX_CHECK(padding_index >= -1 && padding_index < weight.shape()[0],
+             "fx::nn::Embedding: "
+             "padding_index ",
+             padding_index, " is outside the table ", weight.shape());
+    if (padding_index >= 0)
+      weight.slice_assign(0, padding_index, padding_index + 1,
+                          zeros({1, weight.shape()[1]}, weight.dtype()));
   }
 
   Tensor operator()(const Tensor& idx) const {

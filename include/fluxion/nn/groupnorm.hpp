@@ -31,8 +31,8 @@ namespace detail {
 inline Tensor group_normalise(const Tensor& x, int64_t groups, int64_t channels, double eps,
                               const Tensor& scale, const Tensor& bias, const char* layer) {
   FX_CHECK(x.defined() && x.ndim() >= 2 && x.shape()[1] == channels, "fx::nn::", layer, "(",
-           channels, "): input ", x.defined() ? x.shape().to_string() : "undefined",
-           " is not (N, ", channels, ", ...)");
+           channels, "): input ", x.defined() ? x.shape().to_string() : "undefined", " is not (N, ",
+           channels, ", ...)");
   const int64_t n = x.shape()[0];
   Tensor xg = reshape(x, {n, groups, -1});
   FX_CHECK(xg.shape()[2] > 0, "fx::nn::", layer, ": input ", x.shape(), " is empty");
@@ -54,8 +54,8 @@ struct GroupNorm {
   GroupNorm(int64_t channels, int64_t groups, Activation act = identity, bool affine = true,
             double eps = 1e-5, DType dtype = f32)
       : act(act), channels(channels), groups(groups), eps(eps) {
-    FX_CHECK(groups > 0 && channels > 0 && channels % groups == 0, "fx::nn::GroupNorm: ",
-             groups, " groups do not divide ", channels, " channels");
+    FX_CHECK(groups > 0 && channels > 0 && channels % groups == 0, "fx::nn::GroupNorm: ", groups,
+             " groups do not divide ", channels, " channels");
     if (affine) scale = ones({channels}, dtype), bias = zeros({channels}, dtype);
   }
 

@@ -39,8 +39,8 @@ struct InstanceNorm {
 
   Tensor operator()(const Tensor& x) const {
     FX_CHECK(x.defined() && x.ndim() >= 3, "fx::nn::InstanceNorm(", channels, "): input ",
-             x.defined() ? x.shape().to_string() : "undefined",
-             " is not (N, ", channels, ", spatial...)");
+             x.defined() ? x.shape().to_string() : "undefined", " is not (N, ", channels,
+             ", spatial...)");
     return act(detail::group_normalise(x, channels, channels, eps, scale, bias, "InstanceNorm"));
   }
 };

@@ -37,8 +37,8 @@ struct LayerNorm {
         act(act),
         eps(eps),
         shape(shape) {}
-  explicit LayerNorm(int64_t size, Activation act = identity, bool affine = true,
-                     double eps = 1e-5, DType dtype = f32)
+  explicit LayerNorm(int64_t size, Activation act = identity, bool affine = true, double eps = 1e-5,
+                     DType dtype = f32)
       : LayerNorm(Shape{size}, act, affine, eps, dtype) {}
 
   Tensor operator()(const Tensor& x) const {

@@ -39,9 +39,8 @@ struct PairwiseFusion {
     requires(sizeof...(X) == sizeof...(Layers) && sizeof...(X) > 1)
   auto operator()(const X&... x) const {
     auto xs = std::forward_as_tuple(x...);
-    return fuse<0>(std::tuple<>{}, [&xs](auto i) -> decltype(auto) {
-      return std::get<decltype(i)::value>(xs);
-    });
+    return fuse<0>(std::tuple<>{},
+                   [&xs](auto i) -> decltype(auto) { return std::get<decltype(i)::value>(xs); });
   }
 
  private:

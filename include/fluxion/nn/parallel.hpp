@@ -38,7 +38,8 @@ struct Parallel {
   auto operator()(const X& x) const {
     return [&]<size_t... I>(std::index_sequence<I...>) {
       return connection(std::get<I>(layers)(x)...);
-    }(std::index_sequence_for<Layers...>{});
+    }
+    (std::index_sequence_for<Layers...>{});
   }
 
   template <class... X>
@@ -46,7 +47,8 @@ struct Parallel {
   auto operator()(const X&... x) const {
     return [&]<size_t... I>(std::index_sequence<I...>, const auto& xs) {
       return connection(std::get<I>(layers)(std::get<I>(xs))...);
-    }(std::index_sequence_for<Layers...>{}, std::forward_as_tuple(x...));
+    }
+    (std::index_sequence_for<Layers...>{}, std::forward_as_tuple(x...));
   }
 };
 

@@ -34,7 +34,8 @@ struct WeightNorm {
 
   WeightNorm() = default;
   explicit WeightNorm(L wrapped, int64_t dim = 0) : layer(std::move(wrapped)), dim(dim) {
-    FX_CHECK(layer.weight.defined() && layer.weight.ndim() >= 1, "fx::nn::WeightNorm: the "
+    FX_CHECK(layer.weight.defined() && layer.weight.ndim() >= 1,
+             "fx::nn::WeightNorm: the "
              "wrapped layer has no weight of at least one axis");
     FX_CHECK(dim >= 0 && dim < layer.weight.ndim(), "fx::nn::WeightNorm: dim ", dim,
              " is out of range for the weight ", layer.weight.shape());
@@ -46,8 +47,10 @@ struct WeightNorm {
   // ||v|| over every axis but dim, kept as 1s: sqrt of the row sums of squares.
   Tensor norm_of(const Tensor& w) const {
     const Shape& s = w.shape();
-    int64_t before = 1, after = 1;
-    for (int i = 0; i < s.size(); ++i) (i < dim ? before : after) *= (i == dim ? 1 : s[i]);
+    const int d = static_cast<int>(dim);
+    int64_t before = 1, after = 1;  // the axes before and after dim, each flattened into one
+    for (int i = 0; i < d; ++i) before *= s[i];
+    for (int i = d + 1; i < s.size(); ++i) after *= s[i];
     Tensor w3 = reshape(w, {before, s[static_cast<int>(dim)], after});
     Shape keep = s;
     for (int i = 0; i < keep.size(); ++i) keep[i] = i == dim ? s[i] : 1;
