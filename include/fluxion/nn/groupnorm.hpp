@@ -10,11 +10,15 @@
 // y = act((x - mean) / sqrt(var + eps) * scale[c] + bias[c]), mean and biased variance of each
 // sample's group. The same in training and at test time: no running statistics. groups must
 // divide channels, and the input must be (N, C, ...) with the layer's C (an fx::Error names the
-// layer and the shapes otherwise). Composed from public ops (reshape, mean, rsqrt) rather than a
-// fused kernel of its own, so every derivative order comes from their rules.
+// layer and the shapes otherwise). On the CPU a fused kernel of its own computes it (oneDNN 2.6 has
+// no group normalisation), with a fused backward when one reverse-mode gradient records it;
+// forward mode and second order use the same function composed from public ops.
 #pragma once
 #include <cstdint>
+#include <tuple>
 
+#include "fluxion/ad/custom.hpp"
+#include "fluxion/ad/tape.hpp"
 #include "fluxion/core/error.hpp"
 #include "fluxion/core/fields.hpp"
 #include "fluxion/nn/activations.hpp"
@@ -26,20 +30,65 @@
 namespace fx::nn {
 
 namespace detail {
+// The fused CPU kernels (src/nn/group_norm.cpp): x (N, C, ...) contiguous f32/f64, scale and bias
+// (C,) of x's dtype or undefined. Forward returns (y, mean, rstd), the statistics (N * groups,);
+// backward returns (dx, dscale, dbias), the last two undefined without scale.
+std::tuple<Tensor, Tensor, Tensor> group_norm_forward(const Tensor& x, const Tensor& scale,
+                                                      const Tensor& bias, int64_t groups,
+                                                      double eps);
+std::tuple<Tensor, Tensor, Tensor> group_norm_backward(const Tensor& x, const Tensor& scale,
+                                                       const Tensor& mean, const Tensor& rstd,
+                                                       const Tensor& dy, int64_t groups);
+
+// The same function composed from public ops: what forward mode and higher orders differentiate.
+inline Tensor group_normalise_composed(const Tensor& x, int64_t groups, int64_t channels,
+                                       double eps, const Tensor& scale, const Tensor& bias) {
+  const int64_t n = x.shape()[0];
+  Tensor xg = reshape(x, {n, groups, -1});
+  Tensor d = xg - mean(xg, -1, true);
+  Tensor y = reshape(d * rsqrt(mean(square(d), -1, true) + eps), {n, channels, -1});
+  if (scale.defined()) y = y * reshape(scale, {channels, 1}) + reshape(bias, {channels, 1});
+  return reshape(y, x.shape());
+}
+
+// Whether the fused kernels apply: CPU tensors of one floating dtype, and at most one reverse
+// tape recording (its pullback is a kernel, not ops, so it is not differentiated again; forward
+// mode and second order take the composed form).
+inline bool group_norm_fusable(const Tensor& x, const Tensor& scale) {
+  if (x.device() != Device::cpu || (x.dtype() != f32 && x.dtype() != f64)) return false;
+  if (scale.defined() && (scale.dtype() != x.dtype() || scale.device() != Device::cpu))
+    return false;
+  const int tapes = ad::num_active_tapes();
+  return tapes == 0 || (tapes == 1 && !ad::active_tape(0).forward);
+}
+
 // x (N, C, ...) normalised over each sample's groups of C / groups channels (and all spatial
 // positions); then a per-channel affine map when scale is defined. `layer` names the caller.
 inline Tensor group_normalise(const Tensor& x, int64_t groups, int64_t channels, double eps,
                               const Tensor& scale, const Tensor& bias, const char* layer) {
   FX_CHECK(x.defined() && x.ndim() >= 2 && x.shape()[1] == channels, "fx::nn::", layer, "(",
-           channels, "): input ", x.defined() ? x.shape().to_string() : "undefined", " is not (N, ",
-           channels, ", ...)");
-  const int64_t n = x.shape()[0];
-  Tensor xg = reshape(x, {n, groups, -1});
-  FX_CHECK(xg.shape()[2] > 0, "fx::nn::", layer, ": input ", x.shape(), " is empty");
-  Tensor d = xg - mean(xg, -1, true);
-  Tensor y = reshape(d * rsqrt(mean(square(d), -1, true) + eps), {n, channels, -1});
-  if (scale.defined()) y = y * reshape(scale, {channels, 1}) + reshape(bias, {channels, 1});
-  return reshape(y, x.shape());
+           channels, "): input ", x.defined() ? x.shape().to_string() : "undefined",
+           " is not (N, ", channels, ", ...)");
+  FX_CHECK(x.numel() > 0, "fx::nn::", layer, ": input ", x.shape(), " is empty");
+  if (!group_norm_fusable(x, scale))
+    return group_normalise_composed(x, groups, channels, eps, scale, bias);
+  if (ad::num_active_tapes() == 0) return std::get<0>(group_norm_forward(x, scale, bias, groups, eps));
+  // One reverse tape: one node whose pullback is the fused backward kernel.
+  const Tensor w = scale.defined() ? scale : ones({channels}, x.dtype());
+  const Tensor b = scale.defined() ? bias : zeros({channels}, x.dtype());
+  const bool affine = scale.defined();
+  auto rule = custom_rule(
+      layer,
+      [groups, eps](const Tensor& x, const Tensor& w, const Tensor& b) {
+        return group_norm_forward(x, w, b, groups, eps);
+      },
+      [groups, affine](const Tensor& x, const Tensor& w, const Tensor&, const Tensor&,
+                       const Tensor& mean, const Tensor& rstd, const Tensor& dy) {
+        auto [dx, dw, db] = group_norm_backward(x, w, mean, rstd, dy, groups);
+        if (!affine) dw = Tensor(), db = Tensor();
+        return std::tuple(dx, dw, db);
+      });
+  return rule(x, w, b);
 }
 }  // namespace detail
 
