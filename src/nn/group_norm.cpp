@@ -14,8 +14,56 @@
 namespace fx::nn::detail {
 namespace {
 
-// x: (n, c, s) contiguous, groups of cg = c / g channels. Accumulates in double, so f32 inputs
-// get their statistics without cancellation across large groups.
+// Reductions over one channel's row of s values in kLanes independent accumulators of T, which
+// the compiler turns into vector adds (a single running sum would be one long dependency chain,
+// and one in double would not vectorise); the lanes meet in double at the end of the row.
+constexpr int kLanes = 16;
+
+template <class T>
+double row_sum(const T* x, int64_t s) {
+  T acc[kLanes] = {};
+  int64_t i = 0;
+  for (; i + kLanes <= s; i += kLanes)
+    for (int l = 0; l < kLanes; ++l) acc[l] += x[i + l];
+  double total = 0;
+  for (int l = 0; l < kLanes; ++l) total += acc[l];
+  for (; i < s; ++i) total += x[i];
+  return total;
+}
+
+// Sum of (x - mu)^2.
+template <class T>
+double row_centred_squares(const T* x, T mu, int64_t s) {
+  T acc[kLanes] = {};
+  int64_t i = 0;
+  for (; i + kLanes <= s; i += kLanes)
+    for (int l = 0; l < kLanes; ++l) {
+      const T d = x[i + l] - mu;
+      acc[l] += d * d;
+    }
+  double total = 0;
+  for (int l = 0; l < kLanes; ++l) total += acc[l];
+  for (; i < s; ++i) total += (x[i] - mu) * (x[i] - mu);
+  return total;
+}
+
+// Sum of dy and of dy * (x - mu), in one pass.
+template <class T>
+void row_dy_sums(const T* x, const T* dy, T mu, int64_t s, double& sdy, double& sdyx) {
+  T a[kLanes] = {}, b[kLanes] = {};
+  int64_t i = 0;
+  for (; i + kLanes <= s; i += kLanes)
+    for (int l = 0; l < kLanes; ++l) {
+      a[l] += dy[i + l];
+      b[l] += dy[i + l] * (x[i + l] - mu);
+    }
+  sdy = 0, sdyx = 0;
+  for (int l = 0; l < kLanes; ++l) sdy += a[l], sdyx += b[l];
+  for (; i < s; ++i) sdy += dy[i], sdyx += dy[i] * (x[i] - mu);
+}
+
+// x: (n, c, s) contiguous, groups of cg = c / g channels. Rows accumulate in lanes of T and rows
+// meet in double, so f32 statistics of large groups keep their precision.
 template <class T>
 void forward_kernel(const T* x, const T* scale, const T* bias, T* y, T* mean_out, T* rstd_out,
                     int64_t n, int64_t c, int64_t s, int64_t g, double eps) {
@@ -23,13 +71,10 @@ void forward_kernel(const T* x, const T* scale, const T* bias, T* y, T* mean_out
   for (int64_t ng = 0; ng < n * g; ++ng) {
     const T* xg = x + ng * m;
     double sum = 0;
-    for (int64_t i = 0; i < m; ++i) sum += xg[i];
+    for (int64_t k = 0; k < cg; ++k) sum += row_sum(xg + k * s, s);
     const double mu = sum / static_cast<double>(m);
-    double ss = 0;
-    for (int64_t i = 0; i < m; ++i) {
-      const double d = xg[i] - mu;
-      ss += d * d;
-    }
+    double ss = 0;  // two passes: the centred sum of squares does not cancel
+    for (int64_t k = 0; k < cg; ++k) ss += row_centred_squares(xg + k * s, static_cast<T>(mu), s);
     const double rstd = 1 / std::sqrt(ss / static_cast<double>(m) + eps);
     mean_out[ng] = static_cast<T>(mu);
     rstd_out[ng] = static_cast<T>(rstd);
@@ -63,12 +108,7 @@ void backward_kernel(const T* x, const T* scale, const T* mean, const T* rstd, c
     for (int64_t k = 0; k < cg; ++k) {
       const double w = scale ? static_cast<double>(scale[c0 + k]) : 1.0;
       double sdy = 0, sdyx = 0;  // this channel's sums of dy and dy * (x - mu)
-      const T* xr = xg + k * s;
-      const T* dr = dyg + k * s;
-      for (int64_t i = 0; i < s; ++i) {
-        sdy += dr[i];
-        sdyx += dr[i] * (xr[i] - mu);
-      }
+      row_dy_sums(xg + k * s, dyg + k * s, static_cast<T>(mu), s, sdy, sdyx);
       ds[c0 + k] += sdyx * r;
       db[c0 + k] += sdy;
       sum_dyw += w * sdy;
