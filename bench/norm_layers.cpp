@@ -22,7 +22,8 @@ double median_ms(const std::function<void()>& f, int reps = 20) {
   for (int i = 0; i < reps; ++i) {
     auto a = std::chrono::steady_clock::now();
     f();
-    t.push_back(std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - a).count());
+    t.push_back(
+        std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - a).count());
   }
   std::sort(t.begin(), t.end());
   return t[t.size() / 2];
@@ -35,16 +36,16 @@ torch::Tensor to_torch(const fx::Tensor& t) {
 }
 
 void report(const char* name, double fx_ms, double torch_ms) {
-  std::printf("%s_fx_ms=%.3f\n%s_torch_ms=%.3f\n%s_ratio=%.3f\n", name, fx_ms, name, torch_ms,
-              name, fx_ms / torch_ms);
+  std::printf("%s_fx_ms=%.3f\n%s_torch_ms=%.3f\n%s_ratio=%.3f\n", name, fx_ms, name, torch_ms, name,
+              fx_ms / torch_ms);
 }
 
 // Times d/d(x, params) of sum(layer(x) * u) in fluxion and the same in torch.
 template <class L>
 double time_fx(const L& layer, const fx::Tensor& x, const fx::Tensor& u) {
   return median_ms([&] {
-    auto g = fx::gradient([&](const L& m, const fx::Tensor& x) { return fx::sum(m(x) * u); },
-                          layer, x);
+    auto g =
+        fx::gradient([&](const L& m, const fx::Tensor& x) { return fx::sum(m(x) * u); }, layer, x);
     (void)g;
   });
 }
@@ -72,30 +73,38 @@ int main() {
   report("group_norm", time_fx(gn, x, u),
          time_torch([&](const torch::Tensor& x) { return torch::group_norm(x, 8, tw, tb); }, tx, tu,
                     {tw, tb}));
-  std::printf("group_norm_composed_ms=%.3f\n", median_ms([&] {
-                auto g = fx::gradient(
-                    [&](const fx::nn::GroupNorm& m, const fx::Tensor& x) {
-                      return fx::sum(fx::nn::detail::group_normalise_composed(x, 8, c, 1e-5,
-                                                                              m.scale, m.bias) *
-                                     u);
-                    },
-                    gn, x);
-                (void)g;
-              }));
+  std::printf(
+      "group_norm_composed_ms=%.3f\n", median_ms([&] {
+        auto g = fx::gradient(
+            [&](const fx::nn::GroupNorm& m, const fx::Tensor& x) {
+              return fx::sum(
+                  fx::nn::detail::group_normalise_composed(x, 8, c, 1e-5, m.scale, m.bias) * u);
+            },
+            gn, x);
+        (void)g;
+      }));
   auto in = fx::nn::InstanceNorm(c, fx::identity, true);
-  report("instance_norm", time_fx(in, x, u), time_torch([&](const torch::Tensor& x) {
-           return torch::instance_norm(x, tw, tb, {}, {}, true, 0.1, 1e-5, false);
-         }, tx, tu, {tw, tb}));
+  report("instance_norm", time_fx(in, x, u),
+         time_torch(
+             [&](const torch::Tensor& x) {
+               return torch::instance_norm(x, tw, tb, {}, {}, true, 0.1, 1e-5, false);
+             },
+             tx, tu, {tw, tb}));
   auto bn = fx::nn::BatchNorm(c);
   auto trm = torch::zeros({c}), trv = torch::ones({c});
-  report("batch_norm", time_fx(bn, x, u), time_torch([&](const torch::Tensor& x) {
-           return torch::batch_norm(x, tw, tb, trm, trv, true, 0.1, 1e-5, false);
-         }, tx, tu, {tw, tb}));
+  report("batch_norm", time_fx(bn, x, u),
+         time_torch(
+             [&](const torch::Tensor& x) {
+               return torch::batch_norm(x, tw, tb, trm, trv, true, 0.1, 1e-5, false);
+             },
+             tx, tu, {tw, tb}));
   auto xl = fx::randn({n * 64, 512}, gen), ul = fx::randn({n * 64, 512}, gen);
   auto lw = torch::ones({512}).requires_grad_(), lb = torch::zeros({512}).requires_grad_();
   auto ln = fx::nn::LayerNorm(512);
-  report("layer_norm", time_fx(ln, xl, ul), time_torch([&](const torch::Tensor& x) {
-           return torch::layer_norm(x, {512}, lw, lb, 1e-5, false);
-         }, to_torch(xl), to_torch(ul), {lw, lb}));
+  report(
+      "layer_norm", time_fx(ln, xl, ul),
+      time_torch(
+          [&](const torch::Tensor& x) { return torch::layer_norm(x, {512}, lw, lb, 1e-5, false); },
+          to_torch(xl), to_torch(ul), {lw, lb}));
   return 0;
 }

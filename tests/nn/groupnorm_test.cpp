@@ -63,10 +63,12 @@ TEST(GroupNorm, FusedKernelsMatchTheComposedForm) {
       EXPECT_TRUE(fx::allclose(fused, composed(gn, x), tol, tol));
       EXPECT_TRUE(fx::allclose(gn(x), fused, 0, 0));  // outside a gradient: the kernel
       auto [gm1, gx1] = fx::gradient(
-          [&](const fx::nn::GroupNorm& m, const fx::Tensor& x) { return fx::sum(m(x) * u); }, gn, x);
-      auto [gm2, gx2] = fx::gradient(
-          [&](const fx::nn::GroupNorm& m, const fx::Tensor& x) { return fx::sum(composed(m, x) * u); },
-          gn, x);
+          [&](const fx::nn::GroupNorm& m, const fx::Tensor& x) { return fx::sum(m(x) * u); }, gn,
+          x);
+      auto [gm2, gx2] =
+          fx::gradient([&](const fx::nn::GroupNorm& m,
+                           const fx::Tensor& x) { return fx::sum(composed(m, x) * u); },
+                       gn, x);
       EXPECT_TRUE(fx::allclose(gx1, gx2, tol, tol));
       EXPECT_EQ(gm1.scale.defined(), affine);
       if (affine) {

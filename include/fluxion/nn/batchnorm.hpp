@@ -21,10 +21,16 @@
 // and the shapes otherwise).
 #pragma once
 #include <cstdint>
+#include <memory>
+#include <tuple>
+#include <utility>
 
+#include "fluxion/ad/custom.hpp"
+#include "fluxion/ad/tape.hpp"
 #include "fluxion/core/error.hpp"
 #include "fluxion/core/fields.hpp"
 #include "fluxion/nn/activations.hpp"
+#include "fluxion/nn/groupnorm.hpp"
 #include "fluxion/nn/mode.hpp"
 #include "fluxion/ops/create.hpp"
 #include "fluxion/ops/elementwise.hpp"
@@ -32,6 +38,17 @@
 #include "fluxion/ops/view.hpp"
 
 namespace fx::nn {
+
+namespace detail {
+// The fused CPU kernels (src/nn/norm_kernels.cpp) of training-mode batch normalisation: x (N, C,
+// ...) f32/f64, scale and bias (C,) or undefined. Forward returns (y, mean, rstd, biased var);
+// backward returns (dx, dscale, dbias), the last two undefined without scale.
+std::tuple<Tensor, Tensor, Tensor, Tensor> batch_norm_forward(const Tensor& x, const Tensor& scale,
+                                                              const Tensor& bias, double eps);
+std::tuple<Tensor, Tensor, Tensor> batch_norm_backward(const Tensor& x, const Tensor& scale,
+                                                       const Tensor& mean, const Tensor& rstd,
+                                                       const Tensor& dy);
+}  // namespace detail
 
 struct BatchNormOptions {
   double eps = 1e-5;
@@ -71,6 +88,7 @@ struct BatchNorm {
     Tensor x3 = reshape(x, {n, c, s});  // one layout for 1-D, 2-D and 3-D batch norm
     Tensor mean_, var_;
     const bool use_batch = is_training(mode) || !running_mean.defined();
+    if (use_batch && detail::group_norm_fusable(x, scale)) return act(fused_batch(x, n * s));
     if (use_batch) {
       FX_CHECK(n * s > 1, "fx::nn::BatchNorm(", channels_, "): input ", x.shape(),
                " has one value per channel, so its batch variance is undefined");
@@ -88,6 +106,41 @@ struct BatchNorm {
 
  private:
   int64_t channels_ = 0;
+
+  // Batch statistics through the fused kernels: directly outside any recording, else as one
+  // custom-rule node whose pullback is the fused backward. The forward hands its mean and
+  // variance out through `stats` for the running update (they are untracked there).
+  Tensor fused_batch(const Tensor& x, int64_t count) const {
+    FX_CHECK(count > 1, "fx::nn::BatchNorm(", channels_, "): input ", x.shape(),
+             " has one value per channel, so its batch variance is undefined");
+    Tensor y, batch_mean, batch_var;
+    if (ad::num_active_tapes() == 0) {
+      Tensor rstd;
+      std::tie(y, batch_mean, rstd, batch_var) = detail::batch_norm_forward(x, scale, bias, eps);
+    } else {
+      const bool affine = scale.defined();
+      const Tensor w = affine ? scale : ones({channels_}, x.dtype());
+      const Tensor b = affine ? bias : zeros({channels_}, x.dtype());
+      auto stats = std::make_shared<std::pair<Tensor, Tensor>>();
+      auto rule = custom_rule(
+          "fx::nn::BatchNorm",
+          [eps = eps, stats](const Tensor& x, const Tensor& w, const Tensor& b) {
+            auto [y, m, r, v] = detail::batch_norm_forward(x, w, b, eps);
+            *stats = {m, v};
+            return std::tuple(y, m, r);
+          },
+          [affine](const Tensor& x, const Tensor& w, const Tensor&, const Tensor&, const Tensor& m,
+                   const Tensor& r, const Tensor& dy) {
+            auto [dx, dw, db] = detail::batch_norm_backward(x, w, m, r, dy);
+            if (!affine) dw = Tensor(), db = Tensor();
+            return std::tuple(dx, dw, db);
+          });
+      y = rule(x, w, b);
+      batch_mean = stats->first, batch_var = stats->second;
+    }
+    if (is_training(mode) && running_mean.defined()) update_running(batch_mean, batch_var, count);
+    return y;
+  }
 
   // Writes the running statistics' shared storage; the batch statistics are cut from the
   // derivative (the update is bookkeeping, not part of the function being differentiated).

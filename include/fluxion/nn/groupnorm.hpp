@@ -67,12 +67,13 @@ inline bool group_norm_fusable(const Tensor& x, const Tensor& scale) {
 inline Tensor group_normalise(const Tensor& x, int64_t groups, int64_t channels, double eps,
                               const Tensor& scale, const Tensor& bias, const char* layer) {
   FX_CHECK(x.defined() && x.ndim() >= 2 && x.shape()[1] == channels, "fx::nn::", layer, "(",
-           channels, "): input ", x.defined() ? x.shape().to_string() : "undefined",
-           " is not (N, ", channels, ", ...)");
+           channels, "): input ", x.defined() ? x.shape().to_string() : "undefined", " is not (N, ",
+           channels, ", ...)");
   FX_CHECK(x.numel() > 0, "fx::nn::", layer, ": input ", x.shape(), " is empty");
   if (!group_norm_fusable(x, scale))
     return group_normalise_composed(x, groups, channels, eps, scale, bias);
-  if (ad::num_active_tapes() == 0) return std::get<0>(group_norm_forward(x, scale, bias, groups, eps));
+  if (ad::num_active_tapes() == 0)
+    return std::get<0>(group_norm_forward(x, scale, bias, groups, eps));
   // One reverse tape: one node whose pullback is the fused backward kernel.
   const Tensor w = scale.defined() ? scale : ones({channels}, x.dtype());
   const Tensor b = scale.defined() ? bias : zeros({channels}, x.dtype());

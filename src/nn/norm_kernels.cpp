@@ -1,12 +1,14 @@
-// The fused group normalisation kernels behind fx::nn::GroupNorm and InstanceNorm: one pass for
-// the statistics and one for the output, and a backward that reads x, dy and the saved
-// statistics once per group. oneDNN 2.6 has no group normalisation, so these are our own loops.
+// The fused normalisation kernels behind fx::nn::GroupNorm, InstanceNorm and BatchNorm (training):
+// passes for the statistics and one for the output, and a backward that reads x, dy and the saved
+// statistics twice. oneDNN 2.6 has no group normalisation, so these are our own loops; batch
+// normalisation shares their row reductions.
 #include <cmath>
 #include <cstdint>
 #include <tuple>
 #include <vector>
 
 #include "fluxion/core/error.hpp"
+#include "fluxion/nn/batchnorm.hpp"
 #include "fluxion/nn/groupnorm.hpp"
 #include "fluxion/ops/create.hpp"
 #include "fluxion/ops/view.hpp"
@@ -129,7 +131,60 @@ void backward_kernel(const T* x, const T* scale, const T* mean, const T* rstd, c
     }
   }
   if (dscale)
-    for (int64_t k = 0; k < c; ++k) dscale[k] = static_cast<T>(ds[k]), dbias[k] = static_cast<T>(db[k]);
+    for (int64_t k = 0; k < c; ++k)
+      dscale[k] = static_cast<T>(ds[k]), dbias[k] = static_cast<T>(db[k]);
+}
+
+// Batch normalisation: channel ch's rows are x[n, ch, :] for every n (stride c * s).
+template <class T>
+void bn_forward_kernel(const T* x, const T* scale, const T* bias, T* y, T* mean_out, T* rstd_out,
+                       T* var_out, int64_t n, int64_t c, int64_t s, double eps) {
+  const double m = static_cast<double>(n * s);
+  for (int64_t ch = 0; ch < c; ++ch) {
+    double sum = 0;
+    for (int64_t i = 0; i < n; ++i) sum += row_sum(x + (i * c + ch) * s, s);
+    const double mu = sum / m;
+    double ss = 0;
+    for (int64_t i = 0; i < n; ++i)
+      ss += row_centred_squares(x + (i * c + ch) * s, static_cast<T>(mu), s);
+    const double var = ss / m, rstd = 1 / std::sqrt(var + eps);
+    mean_out[ch] = static_cast<T>(mu), rstd_out[ch] = static_cast<T>(rstd),
+    var_out[ch] = static_cast<T>(var);
+    const double w = scale ? static_cast<double>(scale[ch]) : 1.0;
+    const double bb = bias ? static_cast<double>(bias[ch]) : 0.0;
+    const T a = static_cast<T>(rstd * w), b = static_cast<T>(bb - mu * rstd * w);
+    for (int64_t i = 0; i < n; ++i) {
+      const T* xr = x + (i * c + ch) * s;
+      T* yr = y + (i * c + ch) * s;
+      for (int64_t j = 0; j < s; ++j) yr[j] = xr[j] * a + b;
+    }
+  }
+}
+
+template <class T>
+void bn_backward_kernel(const T* x, const T* scale, const T* mean, const T* rstd, const T* dy,
+                        T* dx, T* dscale, T* dbias, int64_t n, int64_t c, int64_t s) {
+  const double inv_m = 1 / static_cast<double>(n * s);
+  for (int64_t ch = 0; ch < c; ++ch) {
+    const double mu = mean[ch], r = rstd[ch];
+    const double w = scale ? static_cast<double>(scale[ch]) : 1.0;
+    double sdy = 0, sdyx = 0;
+    for (int64_t i = 0; i < n; ++i) {
+      double a = 0, b = 0;
+      row_dy_sums(x + (i * c + ch) * s, dy + (i * c + ch) * s, static_cast<T>(mu), s, a, b);
+      sdy += a, sdyx += b;
+    }
+    if (dscale) dscale[ch] = static_cast<T>(sdyx * r), dbias[ch] = static_cast<T>(sdy);
+    const double mdyw = w * sdy * inv_m, mdywx = w * sdyx * r * inv_m;
+    const T a = static_cast<T>(r * w), b = static_cast<T>(-r * r * mdywx);
+    const T cc = static_cast<T>(-r * mdyw + r * r * mdywx * mu);
+    for (int64_t i = 0; i < n; ++i) {
+      const T* xr = x + (i * c + ch) * s;
+      const T* dr = dy + (i * c + ch) * s;
+      T* out = dx + (i * c + ch) * s;
+      for (int64_t j = 0; j < s; ++j) out[j] = a * dr[j] + b * xr[j] + cc;
+    }
+  }
 }
 
 template <class T>
@@ -146,7 +201,8 @@ std::tuple<Tensor, Tensor, Tensor> group_norm_forward(const Tensor& x, const Ten
   Tensor xc = x.is_contiguous() ? x : contiguous(x);
   Tensor y = empty(x.shape(), x.dtype()), mean = empty({n * groups}, x.dtype()),
          rstd = empty({n * groups}, x.dtype());
-  Tensor w = scale.defined() ? contiguous(scale) : Tensor(), b = bias.defined() ? contiguous(bias) : Tensor();
+  Tensor w = scale.defined() ? contiguous(scale) : Tensor(),
+         b = bias.defined() ? contiguous(bias) : Tensor();
   if (x.dtype() == f64)
     forward_kernel<double>(xc.data<double>(), maybe<double>(w), maybe<double>(b), y.data<double>(),
                            mean.data<double>(), rstd.data<double>(), n, c, s, groups, eps);
@@ -173,6 +229,45 @@ std::tuple<Tensor, Tensor, Tensor> group_norm_backward(const Tensor& x, const Te
     backward_kernel<float>(xc.data<float>(), maybe<float>(w), mean.data<float>(),
                            rstd.data<float>(), dyc.data<float>(), dx.data<float>(),
                            maybe<float>(ds), maybe<float>(db), n, c, s, groups);
+  return {dx, ds, db};
+}
+
+std::tuple<Tensor, Tensor, Tensor, Tensor> batch_norm_forward(const Tensor& x, const Tensor& scale,
+                                                              const Tensor& bias, double eps) {
+  const int64_t n = x.shape()[0], c = x.shape()[1], s = x.numel() / (n * c);
+  Tensor xc = x.is_contiguous() ? x : contiguous(x);
+  Tensor y = empty(x.shape(), x.dtype()), mean = empty({c}, x.dtype()),
+         rstd = empty({c}, x.dtype()), var = empty({c}, x.dtype());
+  Tensor w = scale.defined() ? contiguous(scale) : Tensor(),
+         b = bias.defined() ? contiguous(bias) : Tensor();
+  if (x.dtype() == f64)
+    bn_forward_kernel<double>(xc.data<double>(), maybe<double>(w), maybe<double>(b),
+                              y.data<double>(), mean.data<double>(), rstd.data<double>(),
+                              var.data<double>(), n, c, s, eps);
+  else
+    bn_forward_kernel<float>(xc.data<float>(), maybe<float>(w), maybe<float>(b), y.data<float>(),
+                             mean.data<float>(), rstd.data<float>(), var.data<float>(), n, c, s,
+                             eps);
+  return {y, mean, rstd, var};
+}
+
+std::tuple<Tensor, Tensor, Tensor> batch_norm_backward(const Tensor& x, const Tensor& scale,
+                                                       const Tensor& mean, const Tensor& rstd,
+                                                       const Tensor& dy) {
+  const int64_t n = x.shape()[0], c = x.shape()[1], s = x.numel() / (n * c);
+  Tensor xc = contiguous(x), dyc = contiguous(dy);
+  Tensor w = scale.defined() ? contiguous(scale) : Tensor();
+  Tensor dx = empty(x.shape(), x.dtype());
+  Tensor ds = scale.defined() ? empty({c}, x.dtype()) : Tensor();
+  Tensor db = scale.defined() ? empty({c}, x.dtype()) : Tensor();
+  if (x.dtype() == f64)
+    bn_backward_kernel<double>(xc.data<double>(), maybe<double>(w), mean.data<double>(),
+                               rstd.data<double>(), dyc.data<double>(), dx.data<double>(),
+                               maybe<double>(ds), maybe<double>(db), n, c, s);
+  else
+    bn_backward_kernel<float>(xc.data<float>(), maybe<float>(w), mean.data<float>(),
+                              rstd.data<float>(), dyc.data<float>(), dx.data<float>(),
+                              maybe<float>(ds), maybe<float>(db), n, c, s);
   return {dx, ds, db};
 }
 
