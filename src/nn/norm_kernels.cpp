@@ -1,4 +1,5 @@
-// The fused normalisation kernels behind fx::nn::GroupNorm, InstanceNorm and BatchNorm (training):
+// The fused normalisation kernels behind fx::nn::GroupNorm, InstanceNorm, LayerNorm and BatchNorm
+// (training):
 // passes for the statistics and one for the output, and a backward that reads x, dy and the saved
 // statistics twice. oneDNN 2.6 has no group normalisation, so these are our own loops; batch
 // normalisation shares their row reductions.
@@ -10,6 +11,7 @@
 #include "fluxion/core/error.hpp"
 #include "fluxion/nn/batchnorm.hpp"
 #include "fluxion/nn/groupnorm.hpp"
+#include "fluxion/nn/layernorm.hpp"
 #include "fluxion/ops/create.hpp"
 #include "fluxion/ops/view.hpp"
 
@@ -187,6 +189,83 @@ void bn_backward_kernel(const T* x, const T* scale, const T* mean, const T* rstd
   }
 }
 
+// Sums of g = dy * scale (dy without scale) and of g * (x - mu) * rstd over a row, in lanes; the
+// branch on scale is hoisted out of the loop (a template argument) so the loop vectorises.
+template <bool Scaled, class T>
+void row_scaled_sums_impl(const T* x, const T* dy, const T* scale, T mu, T rs, int64_t k,
+                          double& sg, double& sgx) {
+  T a[kLanes] = {}, b[kLanes] = {};
+  int64_t j = 0;
+  for (; j + kLanes <= k; j += kLanes)
+    for (int l = 0; l < kLanes; ++l) {
+      const T g = Scaled ? dy[j + l] * scale[j + l] : dy[j + l];
+      a[l] += g;
+      b[l] += g * (x[j + l] - mu);
+    }
+  double sa = 0, sb = 0;
+  for (int l = 0; l < kLanes; ++l) sa += a[l], sb += b[l];
+  for (; j < k; ++j) {
+    const T g = Scaled ? dy[j] * scale[j] : dy[j];
+    sa += g, sb += g * (x[j] - mu);
+  }
+  sg = sa, sgx = sb * rs;
+}
+template <class T>
+void row_scaled_sums(const T* x, const T* dy, const T* scale, T mu, T rs, int64_t k, double& sg,
+                     double& sgx) {
+  if (scale) row_scaled_sums_impl<true>(x, dy, scale, mu, rs, k, sg, sgx);
+  else row_scaled_sums_impl<false>(x, dy, scale, mu, rs, k, sg, sgx);
+}
+
+// Layer normalisation: rows of k values, each its own group, with a per-element affine map.
+template <class T>
+void ln_forward_kernel(const T* x, const T* scale, const T* bias, T* y, T* mean_out, T* rstd_out,
+                       int64_t rows, int64_t k, double eps) {
+  for (int64_t r = 0; r < rows; ++r) {
+    const T* xr = x + r * k;
+    const double mu = row_sum(xr, k) / static_cast<double>(k);
+    const double rstd =
+        1 /
+        std::sqrt(row_centred_squares(xr, static_cast<T>(mu), k) / static_cast<double>(k) + eps);
+    mean_out[r] = static_cast<T>(mu), rstd_out[r] = static_cast<T>(rstd);
+    const T m = static_cast<T>(mu), rs = static_cast<T>(rstd);
+    T* yr = y + r * k;
+    if (scale)
+      for (int64_t j = 0; j < k; ++j) yr[j] = (xr[j] - m) * rs * scale[j] + bias[j];
+    else
+      for (int64_t j = 0; j < k; ++j) yr[j] = (xr[j] - m) * rs;
+  }
+}
+
+// dx = rstd (g - mean(g) - xhat mean(g xhat)) with g = dy * scale; dscale = sum over rows of
+// dy xhat, dbias = sum of dy (accumulated in T per element across rows).
+template <class T>
+void ln_backward_kernel(const T* x, const T* scale, const T* mean, const T* rstd, const T* dy,
+                        T* dx, T* dscale, T* dbias, int64_t rows, int64_t k) {
+  if (dscale)
+    for (int64_t j = 0; j < k; ++j) dscale[j] = 0, dbias[j] = 0;
+  for (int64_t r = 0; r < rows; ++r) {
+    const T* xr = x + r * k;
+    const T* dr = dy + r * k;
+    const T m = mean[r], rs = rstd[r];
+    double sg = 0, sgx = 0;  // sums of g and of g * xhat
+    row_scaled_sums(xr, dr, scale, m, rs, k, sg, sgx);
+    const T mg = static_cast<T>(sg / static_cast<double>(k)),
+            mgx = static_cast<T>(sgx / static_cast<double>(k));
+    T* out = dx + r * k;
+    if (scale) {
+      for (int64_t t = 0; t < k; ++t) {
+        const T xhat = (xr[t] - m) * rs;
+        out[t] = rs * (dr[t] * scale[t] - mg - xhat * mgx);
+        dscale[t] += dr[t] * xhat;
+        dbias[t] += dr[t];
+      }
+    } else {
+      for (int64_t t = 0; t < k; ++t) out[t] = rs * (dr[t] - mg - (xr[t] - m) * rs * mgx);
+    }
+  }
+}
+
 template <class T>
 T* maybe(const Tensor& t) {  // null for an undefined tensor (no affine map)
   return t.defined() ? t.data<T>() : nullptr;
@@ -268,6 +347,44 @@ std::tuple<Tensor, Tensor, Tensor> batch_norm_backward(const Tensor& x, const Te
     bn_backward_kernel<float>(xc.data<float>(), maybe<float>(w), mean.data<float>(),
                               rstd.data<float>(), dyc.data<float>(), dx.data<float>(),
                               maybe<float>(ds), maybe<float>(db), n, c, s);
+  return {dx, ds, db};
+}
+
+std::tuple<Tensor, Tensor, Tensor> layer_norm_forward(const Tensor& x, const Tensor& scale,
+                                                      const Tensor& bias, int64_t k, double eps) {
+  const int64_t rows = x.numel() / k;
+  Tensor xc = x.is_contiguous() ? x : contiguous(x);
+  Tensor y = empty(x.shape(), x.dtype()), mean = empty({rows}, x.dtype()),
+         rstd = empty({rows}, x.dtype());
+  Tensor w = scale.defined() ? contiguous(scale) : Tensor();
+  Tensor b = bias.defined() ? contiguous(bias) : Tensor();
+  if (x.dtype() == f64)
+    ln_forward_kernel<double>(xc.data<double>(), maybe<double>(w), maybe<double>(b),
+                              y.data<double>(), mean.data<double>(), rstd.data<double>(), rows, k,
+                              eps);
+  else
+    ln_forward_kernel<float>(xc.data<float>(), maybe<float>(w), maybe<float>(b), y.data<float>(),
+                             mean.data<float>(), rstd.data<float>(), rows, k, eps);
+  return {y, mean, rstd};
+}
+
+std::tuple<Tensor, Tensor, Tensor> layer_norm_backward(const Tensor& x, const Tensor& scale,
+                                                       const Tensor& mean, const Tensor& rstd,
+                                                       const Tensor& dy, int64_t k) {
+  const int64_t rows = x.numel() / k;
+  Tensor xc = contiguous(x), dyc = contiguous(dy);
+  Tensor w = scale.defined() ? contiguous(scale) : Tensor();
+  Tensor dx = empty(x.shape(), x.dtype());
+  Tensor ds = scale.defined() ? empty(scale.shape(), x.dtype()) : Tensor();
+  Tensor db = scale.defined() ? empty(scale.shape(), x.dtype()) : Tensor();
+  if (x.dtype() == f64)
+    ln_backward_kernel<double>(xc.data<double>(), maybe<double>(w), mean.data<double>(),
+                               rstd.data<double>(), dyc.data<double>(), dx.data<double>(),
+                               maybe<double>(ds), maybe<double>(db), rows, k);
+  else
+    ln_backward_kernel<float>(xc.data<float>(), maybe<float>(w), mean.data<float>(),
+                              rstd.data<float>(), dyc.data<float>(), dx.data<float>(),
+                              maybe<float>(ds), maybe<float>(db), rows, k);
   return {dx, ds, db};
 }
 

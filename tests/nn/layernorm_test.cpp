@@ -41,3 +41,40 @@ TEST(LayerNorm, WrongTrailingShapeNamesTheLayerAndShapes) {
 }
 
 }  // namespace
+
+namespace {
+
+// The fused kernels against the composed form, f32 and f64, with and without the affine map.
+TEST(LayerNorm, FusedKernelsMatchTheComposedForm) {
+  for (auto dtype : {fx::f64, fx::f32}) {
+    for (bool affine : {true, false}) {
+      SCOPED_TRACE(std::string(fx::dtype_name(dtype)) + (affine ? " affine" : " plain"));
+      fx::Generator gen(7);
+      auto ln = fx::nn::LayerNorm({3, 20}, fx::identity, affine, 1e-5, dtype);
+      if (affine)
+        ln.scale = fx::randn({3, 20}, gen, dtype), ln.bias = fx::randn({3, 20}, gen, dtype);
+      auto x = fx::randn({4, 5, 3, 20}, gen, dtype) * 3.0 + 1.0;
+      auto u = fx::randn({4, 5, 3, 20}, gen, dtype);
+      const double tol = dtype == fx::f64 ? 1e-12 : 2e-5;
+      auto composed = [&](const fx::nn::LayerNorm& m, const fx::Tensor& x) {
+        return m.composed(x, 60);
+      };
+      EXPECT_TRUE(fx::allclose(ln(x), composed(ln, x), tol, tol));
+      auto [gm1, gx1] = fx::gradient(
+          [&](const fx::nn::LayerNorm& m, const fx::Tensor& x) { return fx::sum(m(x) * u); }, ln,
+          x);
+      auto [gm2, gx2] =
+          fx::gradient([&](const fx::nn::LayerNorm& m,
+                           const fx::Tensor& x) { return fx::sum(composed(m, x) * u); },
+                       ln, x);
+      EXPECT_TRUE(fx::allclose(gx1, gx2, tol, tol));
+      EXPECT_EQ(gm1.scale.defined(), affine);
+      if (affine) {
+        EXPECT_TRUE(fx::allclose(gm1.scale, gm2.scale, tol, 10 * tol));
+        EXPECT_TRUE(fx::allclose(gm1.bias, gm2.bias, tol, 10 * tol));
+      }
+    }
+  }
+}
+
+}  // namespace
