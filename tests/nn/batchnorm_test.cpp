@@ -1,8 +1,10 @@
 #include <gtest/gtest.h>
 
 #include <fluxion/ad/reverse.hpp>
+#include <fluxion/io/save.hpp>
 #include <fluxion/nn.hpp>
 #include <fluxion/ops.hpp>
+#include <fluxion/optim.hpp>
 #include <fluxion/testing.hpp>
 
 namespace {
@@ -76,6 +78,30 @@ TEST(BatchNorm, RunningStatisticsAreStateNotParameters) {
   std::vector<std::string> state;
   fx::for_each_named_state(bn, [&](const std::string& p, fx::Tensor&) { state.push_back(p); });
   EXPECT_EQ(state, (std::vector<std::string>{"running_mean", "running_var"}));
+}
+
+TEST(BatchNorm, TrainsInAChainAndSavesItsRunningStatistics) {
+  fx::Generator gen(4);
+  auto model = fx::nn::Chain(fx::nn::Dense(3, 4, fx::identity, gen), fx::nn::BatchNorm(4, fx::relu),
+                             fx::nn::Dense(4, 1, fx::identity, gen));
+  auto x = fx::randn({16, 3}, gen), y = fx::randn({16, 1}, gen);
+  auto loss = [&](const auto& m) { return fx::mse(m(x), y); };
+  auto opt = fx::optim::setup(fx::optim::Adam{0.05}, model);
+  fx::nn::trainmode(model);  // the loss below is evaluated in training mode too
+  const double before = loss(model).item();
+  for (int step = 0; step < 30; ++step) fx::optim::update(opt, model, fx::gradient(loss, model));
+  EXPECT_LT(loss(model).item(), before);
+  auto& bn = model.get<1>();
+  EXPECT_FALSE(fx::allclose(bn.running_mean, fx::zeros({4})));  // the steps updated it
+  const std::string path = ::testing::TempDir() + "/batchnorm_state.safetensors";
+  fx::io::save(path, model);
+  auto fresh =
+      fx::nn::Chain(fx::nn::Dense(3, 4), fx::nn::BatchNorm(4, fx::relu), fx::nn::Dense(4, 1));
+  fx::io::load(path, fresh);
+  EXPECT_TRUE(fx::allclose(fresh.get<1>().running_mean, bn.running_mean, 0, 0));
+  EXPECT_TRUE(fx::allclose(fresh.get<1>().running_var, bn.running_var, 0, 0));
+  fx::nn::testmode(model);
+  EXPECT_TRUE(fx::allclose(fresh(x), model(x), 0, 0));  // test mode: the loaded statistics
 }
 
 TEST(BatchNorm, WrongChannelCountNamesTheLayerAndShapes) {
