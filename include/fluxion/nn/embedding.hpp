@@ -8,8 +8,9 @@
 //
 // Indices of any shape (an integer dtype) give that shape followed by the embedding size. With a
 // padding_index, its row starts at zero, looks up as zero and gets no gradient (PyTorch's
-// padding_idx). Indices outside [0, vocabulary) or of a floating dtype raise fx::Error naming
-// the layer, the index shape and the table's shape.
+// padding_idx; a table passed in has that row zeroed in place). Indices outside [0, vocabulary)
+// or of a non-integer dtype raise fx::Error naming the layer, the index shape and the table's
+// shape.
 #pragma once
 #include <cstdint>
 
