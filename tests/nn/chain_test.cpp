@@ -67,3 +67,35 @@ TEST(Chain, ALayersErrorSurfacesUnchanged) {
       },
       {"Dense", "(5, 3)", "(1, 2)"}));
 }
+
+TEST(Chain, NamedEntriesAreFoundByNameAndCallThrough) {
+  fx::Generator gen(2);
+  auto model = fx::nn::Chain(fx::nn::named<"enc">(fx::nn::Dense(4, 3, fx::relu, gen)),
+                             fx::Activation(fx::tanh),
+                             fx::nn::named<"dec">(fx::nn::Dense(3, 2, fx::identity, gen)));
+  static_assert(std::is_same_v<std::remove_cvref_t<decltype(model.get<"enc">())>, fx::nn::Dense>);
+  static_assert(decltype(model)::index_of<"dec">() == 2);
+  EXPECT_EQ(model.get<"dec">().out_features(), 2);
+  EXPECT_EQ(&model.get<"dec">(), &model.get<2>());  // by position: the inner layer too
+  auto x = fx::randn({5, 4}, gen);
+  EXPECT_TRUE(fx::allclose(model(x), model.get<"dec">()(fx::tanh(model.get<"enc">()(x)))));
+  std::vector<std::string> paths;
+  fx::for_each_named_tensor(model,
+                            [&](const std::string& p, const fx::Tensor&) { paths.push_back(p); });
+  EXPECT_EQ(paths.front(), "layers.0.layer.weight");
+  auto g = fx::gradient([&](const auto& m) { return fx::sum(m(x)); }, model);
+  EXPECT_TRUE(g.get<"enc">().weight.defined());
+}
+
+TEST(Chain, SliceCopiesASubChain) {
+  fx::Generator gen(3);
+  auto model = fx::nn::Chain(fx::nn::Dense(4, 3, fx::relu, gen), fx::nn::Dense(3, 3, fx::tanh, gen),
+                             fx::nn::Dense(3, 2, fx::identity, gen));
+  auto head = model.slice<0, 2>();
+  auto tail = model.slice<2, 3>();
+  static_assert(decltype(head)::size() == 2 && decltype(tail)::size() == 1);
+  auto x = fx::randn({5, 4}, gen);
+  EXPECT_TRUE(fx::allclose(tail(head(x)), model(x), 0, 0));
+  auto empty = model.slice<1, 1>();
+  EXPECT_TRUE(fx::allclose(empty(x), x, 0, 0));  // no layers: the identity
+}

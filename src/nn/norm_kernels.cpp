@@ -1,0 +1,391 @@
+// The fused normalisation kernels behind fx::nn::GroupNorm, InstanceNorm, LayerNorm and BatchNorm
+// (training):
+// passes for the statistics and one for the output, and a backward that reads x, dy and the saved
+// statistics twice. oneDNN 2.6 has no group normalisation, so these are our own loops; batch
+// normalisation shares their row reductions.
+#include <cmath>
+#include <cstdint>
+#include <tuple>
+#include <vector>
+
+#include "fluxion/core/error.hpp"
+#include "fluxion/nn/batchnorm.hpp"
+#include "fluxion/nn/groupnorm.hpp"
+#include "fluxion/nn/layernorm.hpp"
+#include "fluxion/ops/create.hpp"
+#include "fluxion/ops/view.hpp"
+
+namespace fx::nn::detail {
+namespace {
+
+// Reductions over one channel's row of s values in kLanes independent accumulators of T, which
+// the compiler turns into vector adds (a single running sum would be one long dependency chain,
+// and one in double would not vectorise); the lanes meet in double at the end of the row.
+constexpr int kLanes = 16;
+
+template <class T>
+double row_sum(const T* x, int64_t s) {
+  T acc[kLanes] = {};
+  int64_t i = 0;
+  for (; i + kLanes <= s; i += kLanes)
+    for (int l = 0; l < kLanes; ++l) acc[l] += x[i + l];
+  double total = 0;
+  for (int l = 0; l < kLanes; ++l) total += acc[l];
+  for (; i < s; ++i) total += x[i];
+  return total;
+}
+
+// Sum of (x - mu)^2.
+template <class T>
+double row_centred_squares(const T* x, T mu, int64_t s) {
+  T acc[kLanes] = {};
+  int64_t i = 0;
+  for (; i + kLanes <= s; i += kLanes)
+    for (int l = 0; l < kLanes; ++l) {
+      const T d = x[i + l] - mu;
+      acc[l] += d * d;
+    }
+  double total = 0;
+  for (int l = 0; l < kLanes; ++l) total += acc[l];
+  for (; i < s; ++i) total += (x[i] - mu) * (x[i] - mu);
+  return total;
+}
+
+// Sum of dy and of dy * (x - mu), in one pass.
+template <class T>
+void row_dy_sums(const T* x, const T* dy, T mu, int64_t s, double& sdy, double& sdyx) {
+  T a[kLanes] = {}, b[kLanes] = {};
+  int64_t i = 0;
+  for (; i + kLanes <= s; i += kLanes)
+    for (int l = 0; l < kLanes; ++l) {
+      a[l] += dy[i + l];
+      b[l] += dy[i + l] * (x[i + l] - mu);
+    }
+  sdy = 0, sdyx = 0;
+  for (int l = 0; l < kLanes; ++l) sdy += a[l], sdyx += b[l];
+  for (; i < s; ++i) sdy += dy[i], sdyx += dy[i] * (x[i] - mu);
+}
+
+// x: (n, c, s) contiguous, groups of cg = c / g channels. Rows accumulate in lanes of T and rows
+// meet in double, so f32 statistics of large groups keep their precision.
+template <class T>
+void forward_kernel(const T* x, const T* scale, const T* bias, T* y, T* mean_out, T* rstd_out,
+                    int64_t n, int64_t c, int64_t s, int64_t g, double eps) {
+  const int64_t cg = c / g, m = cg * s;
+  for (int64_t ng = 0; ng < n * g; ++ng) {
+    const T* xg = x + ng * m;
+    double sum = 0;
+    for (int64_t k = 0; k < cg; ++k) sum += row_sum(xg + k * s, s);
+    const double mu = sum / static_cast<double>(m);
+    double ss = 0;  // two passes: the centred sum of squares does not cancel
+    for (int64_t k = 0; k < cg; ++k) ss += row_centred_squares(xg + k * s, static_cast<T>(mu), s);
+    const double rstd = 1 / std::sqrt(ss / static_cast<double>(m) + eps);
+    mean_out[ng] = static_cast<T>(mu);
+    rstd_out[ng] = static_cast<T>(rstd);
+    T* yg = y + ng * m;
+    const int64_t c0 = (ng % g) * cg;
+    for (int64_t k = 0; k < cg; ++k) {
+      // y = x * a + b per channel: the affine map folded into the normalisation.
+      const double w = scale ? static_cast<double>(scale[c0 + k]) : 1.0;
+      const double bb = bias ? static_cast<double>(bias[c0 + k]) : 0.0;
+      const T a = static_cast<T>(rstd * w), b = static_cast<T>(bb - mu * rstd * w);
+      const T* xr = xg + k * s;
+      T* yr = yg + k * s;
+      for (int64_t i = 0; i < s; ++i) yr[i] = xr[i] * a + b;
+    }
+  }
+}
+
+// dx = rstd (dyw - mean(dyw) - xhat mean(dyw xhat)) with dyw = dy * scale[c] over each group;
+// dscale[c] = sum over (n, s) of dy xhat; dbias[c] = sum of dy.
+template <class T>
+void backward_kernel(const T* x, const T* scale, const T* mean, const T* rstd, const T* dy, T* dx,
+                     T* dscale, T* dbias, int64_t n, int64_t c, int64_t s, int64_t g) {
+  const int64_t cg = c / g, m = cg * s;
+  std::vector<double> ds(static_cast<size_t>(c), 0), db(static_cast<size_t>(c), 0);
+  for (int64_t ng = 0; ng < n * g; ++ng) {
+    const T* xg = x + ng * m;
+    const T* dyg = dy + ng * m;
+    const double mu = mean[ng], r = rstd[ng];
+    const int64_t c0 = (ng % g) * cg;
+    double sum_dyw = 0, sum_dyw_xhat = 0;
+    for (int64_t k = 0; k < cg; ++k) {
+      const double w = scale ? static_cast<double>(scale[c0 + k]) : 1.0;
+      double sdy = 0, sdyx = 0;  // this channel's sums of dy and dy * (x - mu)
+      row_dy_sums(xg + k * s, dyg + k * s, static_cast<T>(mu), s, sdy, sdyx);
+      ds[c0 + k] += sdyx * r;
+      db[c0 + k] += sdy;
+      sum_dyw += w * sdy;
+      sum_dyw_xhat += w * sdyx * r;
+    }
+    const double inv_m = 1 / static_cast<double>(m);
+    const double mdyw = sum_dyw * inv_m, mdywx = sum_dyw_xhat * inv_m;
+    T* dxg = dx + ng * m;
+    for (int64_t k = 0; k < cg; ++k) {
+      const double w = scale ? static_cast<double>(scale[c0 + k]) : 1.0;
+      // dx = r (w dy - mdyw - (x - mu) r mdywx) = A dy + B x + C, per channel.
+      const T a = static_cast<T>(r * w), b = static_cast<T>(-r * r * mdywx);
+      const T cc = static_cast<T>(-r * mdyw + r * r * mdywx * mu);
+      const T* xr = xg + k * s;
+      const T* dr = dyg + k * s;
+      T* out = dxg + k * s;
+      for (int64_t i = 0; i < s; ++i) out[i] = a * dr[i] + b * xr[i] + cc;
+    }
+  }
+  if (dscale)
+    for (int64_t k = 0; k < c; ++k)
+      dscale[k] = static_cast<T>(ds[k]), dbias[k] = static_cast<T>(db[k]);
+}
+
+// Batch normalisation: channel ch's rows are x[n, ch, :] for every n (stride c * s).
+template <class T>
+void bn_forward_kernel(const T* x, const T* scale, const T* bias, T* y, T* mean_out, T* rstd_out,
+                       T* var_out, int64_t n, int64_t c, int64_t s, double eps) {
+  const double m = static_cast<double>(n * s);
+  for (int64_t ch = 0; ch < c; ++ch) {
+    double sum = 0;
+    for (int64_t i = 0; i < n; ++i) sum += row_sum(x + (i * c + ch) * s, s);
+    const double mu = sum / m;
+    double ss = 0;
+    for (int64_t i = 0; i < n; ++i)
+      ss += row_centred_squares(x + (i * c + ch) * s, static_cast<T>(mu), s);
+    const double var = ss / m, rstd = 1 / std::sqrt(var + eps);
+    mean_out[ch] = static_cast<T>(mu), rstd_out[ch] = static_cast<T>(rstd),
+    var_out[ch] = static_cast<T>(var);
+    const double w = scale ? static_cast<double>(scale[ch]) : 1.0;
+    const double bb = bias ? static_cast<double>(bias[ch]) : 0.0;
+    const T a = static_cast<T>(rstd * w), b = static_cast<T>(bb - mu * rstd * w);
+    for (int64_t i = 0; i < n; ++i) {
+      const T* xr = x + (i * c + ch) * s;
+      T* yr = y + (i * c + ch) * s;
+      for (int64_t j = 0; j < s; ++j) yr[j] = xr[j] * a + b;
+    }
+  }
+}
+
+template <class T>
+void bn_backward_kernel(const T* x, const T* scale, const T* mean, const T* rstd, const T* dy,
+                        T* dx, T* dscale, T* dbias, int64_t n, int64_t c, int64_t s) {
+  const double inv_m = 1 / static_cast<double>(n * s);
+  for (int64_t ch = 0; ch < c; ++ch) {
+    const double mu = mean[ch], r = rstd[ch];
+    const double w = scale ? static_cast<double>(scale[ch]) : 1.0;
+    double sdy = 0, sdyx = 0;
+    for (int64_t i = 0; i < n; ++i) {
+      double a = 0, b = 0;
+      row_dy_sums(x + (i * c + ch) * s, dy + (i * c + ch) * s, static_cast<T>(mu), s, a, b);
+      sdy += a, sdyx += b;
+    }
+    if (dscale) dscale[ch] = static_cast<T>(sdyx * r), dbias[ch] = static_cast<T>(sdy);
+    const double mdyw = w * sdy * inv_m, mdywx = w * sdyx * r * inv_m;
+    const T a = static_cast<T>(r * w), b = static_cast<T>(-r * r * mdywx);
+    const T cc = static_cast<T>(-r * mdyw + r * r * mdywx * mu);
+    for (int64_t i = 0; i < n; ++i) {
+      const T* xr = x + (i * c + ch) * s;
+      const T* dr = dy + (i * c + ch) * s;
+      T* out = dx + (i * c + ch) * s;
+      for (int64_t j = 0; j < s; ++j) out[j] = a * dr[j] + b * xr[j] + cc;
+    }
+  }
+}
+
+// Sums of g = dy * scale (dy without scale) and of g * (x - mu) * rstd over a row, in lanes; the
+// branch on scale is hoisted out of the loop (a template argument) so the loop vectorises.
+template <bool Scaled, class T>
+void row_scaled_sums_impl(const T* x, const T* dy, const T* scale, T mu, T rs, int64_t k,
+                          double& sg, double& sgx) {
+  T a[kLanes] = {}, b[kLanes] = {};
+  int64_t j = 0;
+  for (; j + kLanes <= k; j += kLanes)
+    for (int l = 0; l < kLanes; ++l) {
+      const T g = Scaled ? dy[j + l] * scale[j + l] : dy[j + l];
+      a[l] += g;
+      b[l] += g * (x[j + l] - mu);
+    }
+  double sa = 0, sb = 0;
+  for (int l = 0; l < kLanes; ++l) sa += a[l], sb += b[l];
+  for (; j < k; ++j) {
+    const T g = Scaled ? dy[j] * scale[j] : dy[j];
+    sa += g, sb += g * (x[j] - mu);
+  }
+  sg = sa, sgx = sb * rs;
+}
+template <class T>
+void row_scaled_sums(const T* x, const T* dy, const T* scale, T mu, T rs, int64_t k, double& sg,
+                     double& sgx) {
+  if (scale) row_scaled_sums_impl<true>(x, dy, scale, mu, rs, k, sg, sgx);
+  else row_scaled_sums_impl<false>(x, dy, scale, mu, rs, k, sg, sgx);
+}
+
+// Layer normalisation: rows of k values, each its own group, with a per-element affine map.
+template <class T>
+void ln_forward_kernel(const T* x, const T* scale, const T* bias, T* y, T* mean_out, T* rstd_out,
+                       int64_t rows, int64_t k, double eps) {
+  for (int64_t r = 0; r < rows; ++r) {
+    const T* xr = x + r * k;
+    const double mu = row_sum(xr, k) / static_cast<double>(k);
+    const double rstd =
+        1 /
+        std::sqrt(row_centred_squares(xr, static_cast<T>(mu), k) / static_cast<double>(k) + eps);
+    mean_out[r] = static_cast<T>(mu), rstd_out[r] = static_cast<T>(rstd);
+    const T m = static_cast<T>(mu), rs = static_cast<T>(rstd);
+    T* yr = y + r * k;
+    if (scale)
+      for (int64_t j = 0; j < k; ++j) yr[j] = (xr[j] - m) * rs * scale[j] + bias[j];
+    else
+      for (int64_t j = 0; j < k; ++j) yr[j] = (xr[j] - m) * rs;
+  }
+}
+
+// dx = rstd (g - mean(g) - xhat mean(g xhat)) with g = dy * scale; dscale = sum over rows of
+// dy xhat, dbias = sum of dy (accumulated in T per element across rows).
+template <class T>
+void ln_backward_kernel(const T* x, const T* scale, const T* mean, const T* rstd, const T* dy,
+                        T* dx, T* dscale, T* dbias, int64_t rows, int64_t k) {
+  if (dscale)
+    for (int64_t j = 0; j < k; ++j) dscale[j] = 0, dbias[j] = 0;
+  for (int64_t r = 0; r < rows; ++r) {
+    const T* xr = x + r * k;
+    const T* dr = dy + r * k;
+    const T m = mean[r], rs = rstd[r];
+    double sg = 0, sgx = 0;  // sums of g and of g * xhat
+    row_scaled_sums(xr, dr, scale, m, rs, k, sg, sgx);
+    const T mg = static_cast<T>(sg / static_cast<double>(k)),
+            mgx = static_cast<T>(sgx / static_cast<double>(k));
+    T* out = dx + r * k;
+    if (scale) {
+      for (int64_t t = 0; t < k; ++t) {
+        const T xhat = (xr[t] - m) * rs;
+        out[t] = rs * (dr[t] * scale[t] - mg - xhat * mgx);
+        dscale[t] += dr[t] * xhat;
+        dbias[t] += dr[t];
+      }
+    } else {
+      for (int64_t t = 0; t < k; ++t) out[t] = rs * (dr[t] - mg - (xr[t] - m) * rs * mgx);
+    }
+  }
+}
+
+template <class T>
+T* maybe(const Tensor& t) {  // null for an undefined tensor (no affine map)
+  return t.defined() ? t.data<T>() : nullptr;
+}
+
+}  // namespace
+
+std::tuple<Tensor, Tensor, Tensor> group_norm_forward(const Tensor& x, const Tensor& scale,
+                                                      const Tensor& bias, int64_t groups,
+                                                      double eps) {
+  const int64_t n = x.shape()[0], c = x.shape()[1], s = x.numel() / (n * c);
+  Tensor xc = x.is_contiguous() ? x : contiguous(x);
+  Tensor y = empty(x.shape(), x.dtype()), mean = empty({n * groups}, x.dtype()),
+         rstd = empty({n * groups}, x.dtype());
+  Tensor w = scale.defined() ? contiguous(scale) : Tensor(),
+         b = bias.defined() ? contiguous(bias) : Tensor();
+  if (x.dtype() == f64)
+    forward_kernel<double>(xc.data<double>(), maybe<double>(w), maybe<double>(b), y.data<double>(),
+                           mean.data<double>(), rstd.data<double>(), n, c, s, groups, eps);
+  else
+    forward_kernel<float>(xc.data<float>(), maybe<float>(w), maybe<float>(b), y.data<float>(),
+                          mean.data<float>(), rstd.data<float>(), n, c, s, groups, eps);
+  return {y, mean, rstd};
+}
+
+std::tuple<Tensor, Tensor, Tensor> group_norm_backward(const Tensor& x, const Tensor& scale,
+                                                       const Tensor& mean, const Tensor& rstd,
+                                                       const Tensor& dy, int64_t groups) {
+  const int64_t n = x.shape()[0], c = x.shape()[1], s = x.numel() / (n * c);
+  Tensor xc = contiguous(x), dyc = contiguous(dy);
+  Tensor w = scale.defined() ? contiguous(scale) : Tensor();
+  Tensor dx = empty(x.shape(), x.dtype());
+  Tensor ds = scale.defined() ? empty({c}, x.dtype()) : Tensor();
+  Tensor db = scale.defined() ? empty({c}, x.dtype()) : Tensor();
+  if (x.dtype() == f64)
+    backward_kernel<double>(xc.data<double>(), maybe<double>(w), mean.data<double>(),
+                            rstd.data<double>(), dyc.data<double>(), dx.data<double>(),
+                            maybe<double>(ds), maybe<double>(db), n, c, s, groups);
+  else
+    backward_kernel<float>(xc.data<float>(), maybe<float>(w), mean.data<float>(),
+                           rstd.data<float>(), dyc.data<float>(), dx.data<float>(),
+                           maybe<float>(ds), maybe<float>(db), n, c, s, groups);
+  return {dx, ds, db};
+}
+
+std::tuple<Tensor, Tensor, Tensor, Tensor> batch_norm_forward(const Tensor& x, const Tensor& scale,
+                                                              const Tensor& bias, double eps) {
+  const int64_t n = x.shape()[0], c = x.shape()[1], s = x.numel() / (n * c);
+  Tensor xc = x.is_contiguous() ? x : contiguous(x);
+  Tensor y = empty(x.shape(), x.dtype()), mean = empty({c}, x.dtype()),
+         rstd = empty({c}, x.dtype()), var = empty({c}, x.dtype());
+  Tensor w = scale.defined() ? contiguous(scale) : Tensor(),
+         b = bias.defined() ? contiguous(bias) : Tensor();
+  if (x.dtype() == f64)
+    bn_forward_kernel<double>(xc.data<double>(), maybe<double>(w), maybe<double>(b),
+                              y.data<double>(), mean.data<double>(), rstd.data<double>(),
+                              var.data<double>(), n, c, s, eps);
+  else
+    bn_forward_kernel<float>(xc.data<float>(), maybe<float>(w), maybe<float>(b), y.data<float>(),
+                             mean.data<float>(), rstd.data<float>(), var.data<float>(), n, c, s,
+                             eps);
+  return {y, mean, rstd, var};
+}
+
+std::tuple<Tensor, Tensor, Tensor> batch_norm_backward(const Tensor& x, const Tensor& scale,
+                                                       const Tensor& mean, const Tensor& rstd,
+                                                       const Tensor& dy) {
+  const int64_t n = x.shape()[0], c = x.shape()[1], s = x.numel() / (n * c);
+  Tensor xc = contiguous(x), dyc = contiguous(dy);
+  Tensor w = scale.defined() ? contiguous(scale) : Tensor();
+  Tensor dx = empty(x.shape(), x.dtype());
+  Tensor ds = scale.defined() ? empty({c}, x.dtype()) : Tensor();
+  Tensor db = scale.defined() ? empty({c}, x.dtype()) : Tensor();
+  if (x.dtype() == f64)
+    bn_backward_kernel<double>(xc.data<double>(), maybe<double>(w), mean.data<double>(),
+                               rstd.data<double>(), dyc.data<double>(), dx.data<double>(),
+                               maybe<double>(ds), maybe<double>(db), n, c, s);
+  else
+    bn_backward_kernel<float>(xc.data<float>(), maybe<float>(w), mean.data<float>(),
+                              rstd.data<float>(), dyc.data<float>(), dx.data<float>(),
+                              maybe<float>(ds), maybe<float>(db), n, c, s);
+  return {dx, ds, db};
+}
+
+std::tuple<Tensor, Tensor, Tensor> layer_norm_forward(const Tensor& x, const Tensor& scale,
+                                                      const Tensor& bias, int64_t k, double eps) {
+  const int64_t rows = x.numel() / k;
+  Tensor xc = x.is_contiguous() ? x : contiguous(x);
+  Tensor y = empty(x.shape(), x.dtype()), mean = empty({rows}, x.dtype()),
+         rstd = empty({rows}, x.dtype());
+  Tensor w = scale.defined() ? contiguous(scale) : Tensor();
+  Tensor b = bias.defined() ? contiguous(bias) : Tensor();
+  if (x.dtype() == f64)
+    ln_forward_kernel<double>(xc.data<double>(), maybe<double>(w), maybe<double>(b),
+                              y.data<double>(), mean.data<double>(), rstd.data<double>(), rows, k,
+                              eps);
+  else
+    ln_forward_kernel<float>(xc.data<float>(), maybe<float>(w), maybe<float>(b), y.data<float>(),
+                             mean.data<float>(), rstd.data<float>(), rows, k, eps);
+  return {y, mean, rstd};
+}
+
+std::tuple<Tensor, Tensor, Tensor> layer_norm_backward(const Tensor& x, const Tensor& scale,
+                                                       const Tensor& mean, const Tensor& rstd,
+                                                       const Tensor& dy, int64_t k) {
+  const int64_t rows = x.numel() / k;
+  Tensor xc = contiguous(x), dyc = contiguous(dy);
+  Tensor w = scale.defined() ? contiguous(scale) : Tensor();
+  Tensor dx = empty(x.shape(), x.dtype());
+  Tensor ds = scale.defined() ? empty(scale.shape(), x.dtype()) : Tensor();
+  Tensor db = scale.defined() ? empty(scale.shape(), x.dtype()) : Tensor();
+  if (x.dtype() == f64)
+    ln_backward_kernel<double>(xc.data<double>(), maybe<double>(w), mean.data<double>(),
+                               rstd.data<double>(), dyc.data<double>(), dx.data<double>(),
+                               maybe<double>(ds), maybe<double>(db), rows, k);
+  else
+    ln_backward_kernel<float>(xc.data<float>(), maybe<float>(w), mean.data<float>(),
+                              rstd.data<float>(), dyc.data<float>(), dx.data<float>(),
+                              maybe<float>(ds), maybe<float>(db), rows, k);
+  return {dx, ds, db};
+}
+
+}  // namespace fx::nn::detail
