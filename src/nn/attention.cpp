@@ -146,7 +146,7 @@ std::pair<Tensor, Tensor> MultiHeadAttention::operator()(const Tensor& query, co
   AttentionOptions o;
   o.mask = add;
   o.causal = m.causal;
-  o.dropout = training ? dropout : 0;
+  o.dropout = is_training(mode) ? dropout : 0;
   auto [y, w] = dot_product_attention(q, k, v, o);  // (N, H, L, D), (N, H, L, S)
   Tensor out = linear(reshape(permute(y, {0, 2, 1, 3}), {N, L, E}), out_proj_weight, out_proj_bias);
   return {out, m.average_weights ? mean(w, {1}) : w};

@@ -168,7 +168,7 @@ RNN::RNN(int64_t in, int64_t hidden, const RecurrentOptions& o)
 
 std::pair<Tensor, Tensor> RNN::operator()(const Tensor& x, const Tensor& h,
                                           const Tensor& lengths) const {
-  const Layout L{"fx::nn::RNN", num_layers, directions(), dropout, training};
+  const Layout L{"fx::nn::RNN", num_layers, directions(), dropout, is_training(mode)};
   check_call(*this, L, x, lengths);
   States<1> init{initial_state(L, "h", h, h0, x, hidden_size())};
   auto [y, s] = run<1>(cells, L, x, init, lengths,
@@ -193,7 +193,7 @@ LSTM::LSTM(int64_t in, int64_t hidden, const RecurrentOptions& o)
 
 std::pair<Tensor, LSTMState> LSTM::operator()(const Tensor& x, const LSTMState& state,
                                               const Tensor& lengths) const {
-  const Layout L{"fx::nn::LSTM", num_layers, directions(), dropout, training};
+  const Layout L{"fx::nn::LSTM", num_layers, directions(), dropout, is_training(mode)};
   check_call(*this, L, x, lengths);
   States<2> init{initial_state(L, "h", state.h, h0, x, hidden_size()),
                  initial_state(L, "c", state.c, c0, x, hidden_size())};
@@ -219,7 +219,7 @@ GRU::GRU(int64_t in, int64_t hidden, const RecurrentOptions& o)
 
 std::pair<Tensor, Tensor> GRU::operator()(const Tensor& x, const Tensor& h,
                                           const Tensor& lengths) const {
-  const Layout L{"fx::nn::GRU", num_layers, directions(), dropout, training};
+  const Layout L{"fx::nn::GRU", num_layers, directions(), dropout, is_training(mode)};
   check_call(*this, L, x, lengths);
   States<1> init{initial_state(L, "h", h, h0, x, hidden_size())};
   auto [y, s] = run<1>(cells, L, x, init, lengths,

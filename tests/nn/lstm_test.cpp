@@ -134,7 +134,7 @@ TEST(LSTM, DropoutActsBetweenLayersOnlyWhileTraining) {
   plain.dropout = 0;
   auto [ya, sa] = lstm(x);
   EXPECT_FALSE(fx::allclose(ya, plain(x).first, 1e-5, 1e-5));
-  lstm.training = false;
+  testmode(lstm);
   EXPECT_TRUE(fx::allclose(lstm(x).first, plain(x).first, 0, 0));
   auto single = fx::nn::LSTM(3, 8, {.dropout = 0.5});  // one layer: nothing between layers
   auto one = single;

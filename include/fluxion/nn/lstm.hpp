@@ -6,7 +6,7 @@
 //   fx::Tensor x = fx::randn({4, 10, 8});                  // (N, T, features)
 //   auto [y, state] = lstm(x);                             // y (4, 10, 16); state.h, state.c (1, 4, 16)
 //   auto deep = fx::nn::LSTM(8, 16, {.num_layers = 2, .bidirectional = true, .dropout = 0.2});
-//   deep.training = false;                                 // evaluation: no dropout
+//   fx::nn::testmode(deep);                                // evaluation: no dropout
 //   fx::Tensor h = fx::zeros({4, 4, 16}), c = fx::zeros({4, 4, 16});
 //   auto [y2, s2] = deep(x, {h, c});                       // y2 (4, 10, 32)
 //   fx::Tensor lengths = fx::from_vector<int64_t>({10, 7, 3, 1});
@@ -25,6 +25,7 @@
 
 #include "fluxion/core/fields.hpp"
 #include "fluxion/nn/lstm_cell.hpp"
+#include "fluxion/nn/mode.hpp"
 #include "fluxion/nn/recurrent.hpp"
 
 namespace fx::nn {
@@ -36,8 +37,8 @@ struct LSTM {
   int64_t num_layers = 1;
   bool bidirectional = false;
   double dropout = 0;
-  bool training = true;  // dropout between layers applies only while true
-  FX_FIELDS(cells, h0, c0)
+  Mode mode = Mode::automatic;  // dropout between layers only in training (fluxion/nn/mode.hpp)
+  FX_FIELDS(cells, h0, c0, mode)
 
   LSTM() = default;  // an empty slot; not callable
   LSTM(int64_t in, int64_t hidden, const RecurrentOptions& o = {});

@@ -18,14 +18,15 @@
 // its weights copy over. Masks follow PyTorch: a boolean attn_mask (L, S) or (N * heads, L, S) and
 // key_padding_mask (N, S) are true where attending is NOT allowed; floating ones are added to the
 // scores. causal excludes later keys by itself. The weights come back averaged over the heads
-// (N, L, S), or per head (N, heads, L, S). Dropout of the weights applies while `training` is true
-// and `dropout` > 0 (off by default). Bad shapes raise fx::Error naming the layer and the shapes.
+// (N, L, S), or per head (N, heads, L, S). Dropout of the weights applies while the layer trains
+// (fx::nn::Mode) and `dropout` > 0 (off by default). Bad shapes raise fx::Error naming the layer and the shapes.
 #pragma once
 #include <cstdint>
 #include <utility>
 
 #include "fluxion/core/fields.hpp"
 #include "fluxion/nn/attention.hpp"
+#include "fluxion/nn/mode.hpp"
 
 namespace fx::nn {
 
@@ -55,9 +56,9 @@ struct MultiHeadAttention {
   Tensor out_proj_bias;    // (E,), or undefined
   int64_t num_heads = 1;
   double dropout = 0;
-  bool training = true;  // dropout applies only while true
+  Mode mode = Mode::automatic;  // dropout applies only in training (fluxion/nn/mode.hpp)
   FX_FIELDS(in_proj_weight, q_proj_weight, k_proj_weight, v_proj_weight, in_proj_bias,
-            out_proj_weight, out_proj_bias)
+            out_proj_weight, out_proj_bias, mode)
 
   MultiHeadAttention() = default;  // an empty slot; not callable
   // The projections start glorot_uniform, out_proj_weight U(-1/sqrt(E), 1/sqrt(E)), biases

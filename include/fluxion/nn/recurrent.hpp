@@ -8,7 +8,7 @@
 // A sequence layer holds one cell per layer and direction; cell l * directions + d is PyTorch's
 // weight_ih_l{l} (d = 0) or weight_ih_l{l}_reverse (d = 1), and so on for the other weights.
 // Dropout with probability `dropout` applies to the output of every layer but the last while the
-// layer's `training` flag is true (PyTorch's train mode, its default); the dropped elements are
+// layer trains (its fx::nn::Mode: inside fx::gradient, or forced by trainmode); the dropped elements are
 // drawn from fx::default_generator(). With trainable_state, h0 (and c0 for an LSTM), of shape
 // (layers * directions, hidden), are parameters that start at zero and stand in for an initial
 // state the call does not give.

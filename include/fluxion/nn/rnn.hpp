@@ -23,6 +23,7 @@
 #include <vector>
 
 #include "fluxion/core/fields.hpp"
+#include "fluxion/nn/mode.hpp"
 #include "fluxion/nn/recurrent.hpp"
 #include "fluxion/nn/rnn_cell.hpp"
 
@@ -34,8 +35,8 @@ struct RNN {
   int64_t num_layers = 1;
   bool bidirectional = false;
   double dropout = 0;
-  bool training = true;  // dropout between layers applies only while true
-  FX_FIELDS(cells, h0)
+  Mode mode = Mode::automatic;  // dropout between layers only in training (fluxion/nn/mode.hpp)
+  FX_FIELDS(cells, h0, mode)
 
   RNN() = default;  // an empty slot; not callable
   RNN(int64_t in, int64_t hidden, const RecurrentOptions& o = {});
