@@ -7,9 +7,13 @@
 #pragma once
 #include "fluxion/nn/activations.hpp"
 #include "fluxion/nn/chain.hpp"
+#include "fluxion/nn/conv.hpp"
 #include "fluxion/nn/dense.hpp"
 #include "fluxion/nn/functors.hpp"
 #include "fluxion/nn/init.hpp"
 #include "fluxion/nn/losses.hpp"
 #include "fluxion/nn/outputsize.hpp"
+#include "fluxion/nn/pad.hpp"
+#include "fluxion/nn/pool.hpp"
 #include "fluxion/nn/scale.hpp"
+#include "fluxion/nn/upsample.hpp"

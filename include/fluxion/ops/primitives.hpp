@@ -23,7 +23,7 @@ namespace fx {
                           X(all) /* views and their adjoints */ X(reshape) X(permute) X(slice)     \
                               X(pad_slice) X(slice_set) X(expand)                                  \
                                   X(concat) /* linear algebra */ X(matmul)                         \
-                                      X(linear) /* indexing */ X(index_select) X(index_add)        \
+                                      X(linear) /* convolution */ X(conv) X(conv_backward_data) X(conv_backward_weights) /* pooling */ X(max_pool) X(max_pool_backward) X(avg_pool) X(avg_pool_backward) /* indexing */ X(index_select) X(index_add)        \
                                           X(gather)                                                \
                                               X(scatter_add) /* complex numbers */ X(complex)      \
                                                   X(real) X(imag) X(conj) X(angle)                 \
