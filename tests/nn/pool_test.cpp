@@ -47,7 +47,7 @@ TEST(PoolLayers, GradientsMatchFiniteDifferences) {
   auto x = fx::testing::randn({2, 3, 7, 6}, {.seed = 1});
   auto check = [&](auto layer, int order) {
     auto r = fx::testing::gradcheck(
-        [&](const fx::Tensor& t) { return fx::sum(fx::sin(layer(t))); }, x, {.order = order});
+        [&](const fx::Tensor& t) { return fx::sum(fx::sin(layer(t))); }, {.order = order}, x);
     EXPECT_TRUE(r) << r;
   };
   check(fx::nn::MaxPool({3, 2}, {.stride = {2, 1}, .padding = {1, 0}}), 2);

@@ -129,24 +129,22 @@ struct Conv {
   }
 };
 
-// Depthwise: one group per input channel, `out` a multiple of `in` (Flux's DepthwiseConv).
-struct DepthwiseConv : Conv {
-  DepthwiseConv() = default;
-  DepthwiseConv(const std::vector<int64_t>& kernel, int64_t in, int64_t out,
-                Activation act = identity, ConvOptions o = {})
-      : Conv(kernel, in, out, act, with_groups(in, out, o)) {}
-  DepthwiseConv(const std::vector<int64_t>& kernel, int64_t in, int64_t out, Activation act,
-                Generator& gen, ConvOptions o = {})
-      : Conv(kernel, in, out, act, gen, with_groups(in, out, o)) {}
-
- private:
-  static ConvOptions with_groups(int64_t in, int64_t out, ConvOptions o) {
-    FX_CHECK(in >= 1 && out % in == 0, "fx::nn::DepthwiseConv: the output channels ", out,
-             " must be a multiple of the input channels ", in);
-    o.groups = in;
-    return o;
-  }
-};
+// Depthwise: a Conv with one group per input channel, `out` a multiple of `in` (Flux's
+// DepthwiseConv, which is also a Conv with groups there).
+inline ConvOptions depthwise_options(int64_t in, int64_t out, ConvOptions o) {
+  FX_CHECK(in >= 1 && out % in == 0, "fx::nn::DepthwiseConv: the output channels ", out,
+           " must be a multiple of the input channels ", in);
+  o.groups = in;
+  return o;
+}
+inline Conv DepthwiseConv(const std::vector<int64_t>& kernel, int64_t in, int64_t out,
+                          Activation act = identity, const ConvOptions& o = {}) {
+  return Conv(kernel, in, out, act, depthwise_options(in, out, o));
+}
+inline Conv DepthwiseConv(const std::vector<int64_t>& kernel, int64_t in, int64_t out,
+                          Activation act, Generator& gen, const ConvOptions& o = {}) {
+  return Conv(kernel, in, out, act, gen, depthwise_options(in, out, o));
+}
 
 // The transposed convolution (PyTorch's ConvTranspose, weight (in, out / groups, *kernel)):
 // the adjoint of Conv's map from input to output, plus a bias. output_padding (< stride) picks

@@ -18,6 +18,7 @@
 #include <vector>
 
 #include "fluxion/core/error.hpp"
+#include "fluxion/core/fields.hpp"
 #include "fluxion/ops/pool.hpp"
 #include "fluxion/ops/reduce.hpp"
 #include "fluxion/ops/view.hpp"
@@ -89,6 +90,8 @@ inline Axes spatial_axes(const char* layer, const Tensor& x) {
 struct MaxPool {
   std::vector<int64_t> kernel;
   PoolOptions options;
+  FX_FIELDS()  // no parameters: the hyperparameters are not walked
+  MaxPool() = default;  // an empty slot (the traversal's copies); not callable
   explicit MaxPool(std::vector<int64_t> kernel, PoolOptions o = {})
       : kernel(std::move(kernel)), options(std::move(o)) {}
   Tensor operator()(const Tensor& x) const {
@@ -101,6 +104,8 @@ struct MaxPool {
 struct MeanPool {
   std::vector<int64_t> kernel;
   PoolOptions options;
+  FX_FIELDS()  // no parameters: the hyperparameters are not walked
+  MeanPool() = default;  // an empty slot (the traversal's copies); not callable
   explicit MeanPool(std::vector<int64_t> kernel, PoolOptions o = {})
       : kernel(std::move(kernel)), options(std::move(o)) {}
   Tensor operator()(const Tensor& x) const {
@@ -112,6 +117,8 @@ struct MeanPool {
 
 struct AdaptiveMaxPool {
   std::vector<int64_t> out;  // the output's spatial size
+  FX_FIELDS()  // no parameters: the hyperparameters are not walked
+  AdaptiveMaxPool() = default;  // an empty slot (the traversal's copies); not callable
   explicit AdaptiveMaxPool(std::vector<int64_t> out) : out(std::move(out)) {}
   Tensor operator()(const Tensor& x) const {
     return pool_layer::adaptive("fx::nn::AdaptiveMaxPool", x, out, true);
@@ -120,6 +127,8 @@ struct AdaptiveMaxPool {
 
 struct AdaptiveMeanPool {
   std::vector<int64_t> out;
+  FX_FIELDS()  // no parameters: the hyperparameters are not walked
+  AdaptiveMeanPool() = default;  // an empty slot (the traversal's copies); not callable
   explicit AdaptiveMeanPool(std::vector<int64_t> out) : out(std::move(out)) {}
   Tensor operator()(const Tensor& x) const {
     return pool_layer::adaptive("fx::nn::AdaptiveMeanPool", x, out, false);

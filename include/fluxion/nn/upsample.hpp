@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "fluxion/core/error.hpp"
+#include "fluxion/core/fields.hpp"
 #include "fluxion/ops/create.hpp"
 #include "fluxion/ops/elementwise.hpp"
 #include "fluxion/ops/index.hpp"
@@ -29,6 +30,8 @@ enum class UpsampleMode { nearest, bilinear };
 struct Upsample {
   std::vector<int64_t> scale;  // per spatial axis
   UpsampleMode mode = UpsampleMode::nearest;
+  FX_FIELDS()  // no parameters: the hyperparameters are not walked
+  Upsample() = default;
   explicit Upsample(std::vector<int64_t> scale, UpsampleMode mode = UpsampleMode::nearest)
       : scale(std::move(scale)), mode(mode) {}
 
@@ -58,7 +61,8 @@ struct Upsample {
   static Tensor linear_axis(const Tensor& x, int64_t axis, int64_t s) {
     if (s == 1) return x;
     const int64_t in = x.shape()[axis], out = in * s;
-    std::vector<double> i0(size_t(out)), i1(size_t(out)), w1(size_t(out));
+    const size_t count = static_cast<size_t>(out);
+    std::vector<double> i0(count), i1(count), w1(count);
     for (int64_t o = 0; o < out; ++o) {
       const double src = std::max((double(o) + 0.5) / double(s) - 0.5, 0.0);
       const int64_t lo = std::min(int64_t(std::floor(src)), in - 1);
@@ -76,7 +80,9 @@ struct Upsample {
 };
 
 struct PixelShuffle {
-  int64_t r;
+  int64_t r = 1;
+  FX_FIELDS()  // no parameters: the hyperparameters are not walked
+  PixelShuffle() = default;
   explicit PixelShuffle(int64_t r) : r(r) {}
   Tensor operator()(const Tensor& x) const {
     FX_CHECK(r >= 1, "fx::nn::PixelShuffle: the factor must be positive, got ", r);
