@@ -202,8 +202,8 @@ Shape conv_output_shape(const char* op, const Shape& x, const Shape& w, const Co
     const int64_t padded = x[2 + a] + g.pad_lo(a) + g.pad_hi(a);
     const int64_t span = g.dilation(a) * (w[2 + a] - 1) + 1;
     FX_CHECK(span <= padded, op, ": kernel ", w, " (dilation ", g.dilation(a),
-             ") is larger than the padded input ", x, " along spatial axis ", a, " (", span,
-             " > ", padded, ")");
+             ") is larger than the padded input ", x, " along spatial axis ", a, " (", span, " > ",
+             padded, ")");
     y[2 + a] = g.out_size(a, x[2 + a], w[2 + a]);
   }
   return y;
@@ -229,8 +229,8 @@ Tensor conv_backward_data(const Tensor& dy0, const Tensor& w0, const Shape& xs,
   const char* op = "fx::conv_backward_data";
   FX_CHECK(dy0.defined() && w0.defined(), op, ": undefined operand");
   const Shape ys = conv_output_shape(op, xs, w0.shape(), geo);
-  FX_CHECK(dy0.shape() == ys, op, ": cotangent ", dy0.shape(), " does not match conv's output ",
-           ys, " for input ", xs, " and weight ", w0.shape());
+  FX_CHECK(dy0.shape() == ys, op, ": cotangent ", dy0.shape(), " does not match conv's output ", ys,
+           " for input ", xs, " and weight ", w0.shape());
   FX_CHECK(xs[1] % geo.groups == 0 && w0.shape()[0] % geo.groups == 0 &&
                w0.shape()[1] * geo.groups == xs[1],
            op, ": weight ", w0.shape(), " with groups ", geo.groups, " does not fit input ", xs);
@@ -245,8 +245,8 @@ Tensor conv_backward_weights(const Tensor& x0, const Tensor& dy0, const Shape& w
   const char* op = "fx::conv_backward_weights";
   FX_CHECK(x0.defined() && dy0.defined(), op, ": undefined operand");
   const Shape ys = conv_output_shape(op, x0.shape(), ws, geo);
-  FX_CHECK(dy0.shape() == ys, op, ": cotangent ", dy0.shape(), " does not match conv's output ",
-           ys, " for input ", x0.shape(), " and weight ", ws);
+  FX_CHECK(dy0.shape() == ys, op, ": cotangent ", dy0.shape(), " does not match conv's output ", ys,
+           " for input ", x0.shape(), " and weight ", ws);
   FX_CHECK(x0.shape()[1] % geo.groups == 0 && ws[0] % geo.groups == 0 &&
                ws[1] * geo.groups == x0.shape()[1],
            op, ": weight ", ws, " with groups ", geo.groups, " does not fit input ", x0.shape());
@@ -256,15 +256,15 @@ Tensor conv_backward_weights(const Tensor& x0, const Tensor& dy0, const Shape& w
               make_params(list, geo.groups, false, ws));
 }
 
-Tensor conv_transpose(const Tensor& x0, const Tensor& w0, const Tensor& b0,
-                      const ConvGeometry& geo, const std::vector<int64_t>& output_padding) {
+Tensor conv_transpose(const Tensor& x0, const Tensor& w0, const Tensor& b0, const ConvGeometry& geo,
+                      const std::vector<int64_t>& output_padding) {
   const char* op = "fx::conv_transpose";
   FX_CHECK(x0.defined() && w0.defined(), op, ": undefined ", x0.defined() ? "weight" : "input");
   FX_CHECK(geo.groups >= 1, op, ": groups must be at least 1, got ", geo.groups);
   const int64_t c_out = w0.ndim() >= 2 ? w0.shape()[1] * geo.groups : -1;
   // x plays conv's output: its channels are the weight's first axis.
-  FX_CHECK(x0.ndim() >= 3 && x0.ndim() <= 5 && w0.ndim() == x0.ndim(), op, ": input ",
-           x0.shape(), " and weight ", w0.shape(),
+  FX_CHECK(x0.ndim() >= 3 && x0.ndim() <= 5 && w0.ndim() == x0.ndim(), op, ": input ", x0.shape(),
+           " and weight ", w0.shape(),
            " must be (N, C_in, ...) and (C_in, C_out / groups, ...) with 1 to 3 spatial axes");
   FX_CHECK(w0.shape()[0] == x0.shape()[1], op, ": input ", x0.shape(), " has ", x0.shape()[1],
            " channels but weight ", w0.shape(), " expects ", w0.shape()[0]);
@@ -276,16 +276,14 @@ Tensor conv_transpose(const Tensor& x0, const Tensor& w0, const Tensor& b0,
   const auto list = pack(op, geo, nd);
   const Params p0 = make_params(list, geo.groups, false, Shape{});
   const Geometry g(p0);
-  FX_CHECK(output_padding.empty() || output_padding.size() == 1 ||
-               output_padding.size() == size_t(nd),
-           op, ": output_padding has ", output_padding.size(), " values for ", nd,
-           " spatial axes");
+  FX_CHECK(
+      output_padding.empty() || output_padding.size() == 1 || output_padding.size() == size_t(nd),
+      op, ": output_padding has ", output_padding.size(), " values for ", nd, " spatial axes");
   Shape xs = x0.shape();
   xs[1] = c_out;
   for (int a = 0; a < nd; ++a) {
-    const int64_t op_a = output_padding.empty()
-                             ? 0
-                             : output_padding[output_padding.size() == 1 ? 0 : size_t(a)];
+    const int64_t op_a =
+        output_padding.empty() ? 0 : output_padding[output_padding.size() == 1 ? 0 : size_t(a)];
     FX_CHECK(op_a >= 0 && (op_a < g.stride(a) || op_a < g.dilation(a)), op, ": output_padding ",
              op_a, " must be non-negative and below the stride or the dilation");
     const int64_t k = w0.shape()[2 + a];

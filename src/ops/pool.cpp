@@ -43,21 +43,22 @@ MaxMode mode_of(const Params& p) { return MaxMode(p.i[2]); }
 
 }  // namespace
 
-Primitive max_pool_p{
-    .name = "max_pool",
-    .forward = [](const Primitive& p, std::span<const Tensor> in,
-                  const Params& pr) { return allocate_and_run(p, in, pr, pooled(in[0].shape(), pr)); },
-    .saves = saves::input(0),
-    .pullback =
-        [](const PullbackArgs& a, const Tensor& dy, Tensor* dx) {
-          dx[0] = bind(max_pool_backward_p, {a.input(0), dense(dy)},
-                       with_mode(a.params(), MaxMode::scatter));
-        },
-    .jvp = [](const JvpArgs& a, const Tensor* dx) -> Tensor {
-      if (!dx[0].defined()) return Tensor();
-      return bind(max_pool_backward_p, {a.input(0), dense(dx[0])},
-                  with_mode(a.params(), MaxMode::gather));
-    }};
+Primitive max_pool_p{.name = "max_pool",
+                     .forward =
+                         [](const Primitive& p, std::span<const Tensor> in, const Params& pr) {
+                           return allocate_and_run(p, in, pr, pooled(in[0].shape(), pr));
+                         },
+                     .saves = saves::input(0),
+                     .pullback =
+                         [](const PullbackArgs& a, const Tensor& dy, Tensor* dx) {
+                           dx[0] = bind(max_pool_backward_p, {a.input(0), dense(dy)},
+                                        with_mode(a.params(), MaxMode::scatter));
+                         },
+                     .jvp = [](const JvpArgs& a, const Tensor* dx) -> Tensor {
+                       if (!dx[0].defined()) return Tensor();
+                       return bind(max_pool_backward_p, {a.input(0), dense(dx[0])},
+                                   with_mode(a.params(), MaxMode::gather));
+                     }};
 
 // Inputs (x, t): linear in t, piecewise constant in x (no cotangent for x).
 Primitive max_pool_backward_p{
@@ -82,13 +83,13 @@ Primitive max_pool_backward_p{
 
 Primitive avg_pool_p{
     .name = "avg_pool",
-    .forward = [](const Primitive& p, std::span<const Tensor> in,
-                  const Params& pr) { return allocate_and_run(p, in, pr, pooled(in[0].shape(), pr)); },
-    .saves = saves::nothing,
-    .pullback =
-        [](const PullbackArgs& a, const Tensor& dy, Tensor* dx) {
-          dx[0] = bind(avg_pool_backward_p, {dense(dy)}, a.params());
+    .forward =
+        [](const Primitive& p, std::span<const Tensor> in, const Params& pr) {
+          return allocate_and_run(p, in, pr, pooled(in[0].shape(), pr));
         },
+    .saves = saves::nothing,
+    .pullback = [](const PullbackArgs& a, const Tensor& dy,
+                   Tensor* dx) { dx[0] = bind(avg_pool_backward_p, {dense(dy)}, a.params()); },
     .jvp = linear_jvp};
 
 // Input dy (pooled shape) -> dx (params.shape): the adjoint of avg_pool.
@@ -97,10 +98,8 @@ Primitive avg_pool_backward_p{
     .forward = [](const Primitive& p, std::span<const Tensor> in,
                   const Params& pr) { return allocate_and_run(p, in, pr, pr.shape); },
     .saves = saves::nothing,
-    .pullback =
-        [](const PullbackArgs& a, const Tensor& g, Tensor* dx) {
-          dx[0] = bind(avg_pool_p, {dense(g)}, a.params());
-        },
+    .pullback = [](const PullbackArgs& a, const Tensor& g,
+                   Tensor* dx) { dx[0] = bind(avg_pool_p, {dense(g)}, a.params()); },
     .jvp = linear_jvp};
 
 namespace {
@@ -147,20 +146,18 @@ Tensor pool(const char* op, const Primitive& prim, const Tensor& x, const PoolGe
 
 Shape pool_output_shape(const char* op, const Shape& x, const PoolGeometry& geo) {
   const int nd = x.size() - 2;
-  FX_CHECK(nd >= 1 && nd <= 3, op, ": input must be (N, C, ...) with 1 to 3 spatial axes, got ",
-           x);
+  FX_CHECK(nd >= 1 && nd <= 3, op, ": input must be (N, C, ...) with 1 to 3 spatial axes, got ", x);
   const auto list = pack(op, geo, nd);
   Params p;
   p.list = list;
   const Geometry g(p);
   Shape y = x;
   for (int a = 0; a < nd; ++a) {
-    FX_CHECK(g.pad_lo(a) < g.kernel(a) && g.pad_hi(a) < g.kernel(a), op, ": padding ",
-             g.pad_lo(a), "+", g.pad_hi(a), " must be below the kernel size ", g.kernel(a));
+    FX_CHECK(g.pad_lo(a) < g.kernel(a) && g.pad_hi(a) < g.kernel(a), op, ": padding ", g.pad_lo(a),
+             "+", g.pad_hi(a), " must be below the kernel size ", g.kernel(a));
     const int64_t padded = x[2 + a] + g.pad_lo(a) + g.pad_hi(a);
     FX_CHECK(g.kernel(a) <= padded, op, ": kernel ", g.kernel(a),
-             " is larger than the padded input ", x, " along spatial axis ", a, " (", padded,
-             ")");
+             " is larger than the padded input ", x, " along spatial axis ", a, " (", padded, ")");
     y[2 + a] = g.out_size(a, x[2 + a]);
   }
   return y;

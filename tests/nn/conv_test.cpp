@@ -17,7 +17,7 @@ TEST(ConvLayer, CrossCorrelatesOrConvolvesWhenFlipped) {
   // Cross-correlation: y[p] = x[p] + 2 x[p+1] + 3 x[p+2] + 1.
   EXPECT_EQ(fx::to_vector<double>(c(x)), (std::vector<double>{2, 7}));
   c.flipped = true;  // y[p] = 3 x[p] + 2 x[p+1] + x[p+2] + 1
-  EXPECT_EQ(fx::to_vector<double>(c(x)), (std::vector<double>{4, 5}));
+  EXPECT_EQ(fx::to_vector<double>(c(x)), (std::vector<double>{4, 3}));
 }
 
 TEST(ConvLayer, SamePaddingKeepsTheSize) {
@@ -32,8 +32,12 @@ TEST(ConvLayer, SamePaddingKeepsTheSize) {
 TEST(ConvLayer, GradientsMatchFiniteDifferences) {
   fx::Generator gen(3);
   auto c = fx::nn::Conv({3, 2}, 4, 6, fx::tanh, gen,
-                        {.stride = {2, 1}, .padding = {1, 0}, .padding_hi = {0, 1},
-                         .dilation = {1, 2}, .groups = 2, .dtype = fx::f64});
+                        {.stride = {2, 1},
+                         .padding = {1, 0},
+                         .padding_hi = {0, 1},
+                         .dilation = {1, 2},
+                         .groups = 2,
+                         .dtype = fx::f64});
   c.bias = fx::testing::randn({6}, {.seed = 1});
   auto x = fx::testing::randn({2, 4, 5, 6}, {.seed = 2});
   auto loss = [](const fx::nn::Conv& m, const fx::Tensor& x) { return fx::sum(m(x) * m(x)); };
@@ -68,9 +72,9 @@ TEST(ConvTransposeLayer, InvertsTheShapeOfAStridedConv) {
 
 TEST(ConvTransposeLayer, GradientsMatchFiniteDifferences) {
   fx::Generator gen(8);
-  auto t = fx::nn::ConvTranspose({3, 2}, 4, 6, fx::identity, gen,
-                                 {.stride = {2}, .padding = {1}, .groups = 2,
-                                  .output_padding = {1, 0}, .dtype = fx::f64});
+  auto t = fx::nn::ConvTranspose(
+      {3, 2}, 4, 6, fx::identity, gen,
+      {.stride = {2}, .padding = {1}, .groups = 2, .output_padding = {1, 0}, .dtype = fx::f64});
   t.bias = fx::testing::randn({6}, {.seed = 9});
   auto x = fx::testing::randn({2, 4, 3, 3}, {.seed = 10});
   auto loss = [](const fx::nn::ConvTranspose& m, const fx::Tensor& x) {
@@ -94,9 +98,7 @@ TEST(DepthwiseConvLayer, OneGroupPerInputChannel) {
   EXPECT_GT(v[0], 0);
   EXPECT_GT(v[1], 0);
   for (size_t k = 2; k < 8; ++k) EXPECT_EQ(v[k], 0) << k;
-  auto loss = [](const fx::nn::Conv& m, const fx::Tensor& x) {
-    return fx::sum(m(x) * m(x));
-  };
+  auto loss = [](const fx::nn::Conv& m, const fx::Tensor& x) { return fx::sum(m(x) * m(x)); };
   auto r = fx::testing::gradcheck(loss, {.order = 1}, d, x);
   EXPECT_TRUE(r) << r;
 }
@@ -114,22 +116,46 @@ TEST(ConvLayer, TrainsInsideAChain) {
   EXPECT_LT(loss(model).item(), 0.8 * before);
 }
 
+TEST(ConvLayer, LeNetShapesOnTheMetaDevice) {  // the model of docs/layers.md
+  fx::Generator gen(1);
+  auto model = fx::nn::Chain(fx::nn::Conv({5, 5}, 1, 6, fx::relu, gen, {.padding = {2}}),
+                             fx::nn::MaxPool({2, 2}), fx::nn::Conv({5, 5}, 6, 16, fx::relu, gen),
+                             fx::nn::MeanPool({2, 2}), fx::Activation(fx::nn::flatten),
+                             fx::nn::Dense(400, 10, fx::identity, gen));
+  EXPECT_EQ(fx::nn::outputsize(model, {32, 1, 28, 28}), (fx::Shape{32, 10}));
+  EXPECT_EQ(fx::nn::parameter_count(model), 6 * 25 + 6 + 16 * 6 * 25 + 16 + 400 * 10 + 10);
+  EXPECT_EQ(model(fx::randn({2, 1, 28, 28}, gen)).shape(), (fx::Shape{2, 10}));
+}
+
 TEST(ConvLayer, BadConfigurationsNameTheLayerAndShapes) {
   using fx::testing::throws_mentioning;
   auto c = fx::nn::Conv({3, 3}, 3, 8);
-  EXPECT_TRUE(throws_mentioning([&] { (void)c(fx::zeros({2, 4, 9, 9})); },
-                                {"fx::nn::Conv", "(2, 4, 9, 9)", "(8, 3, 3, 3)", "channels"}));
-  EXPECT_TRUE(throws_mentioning([&] { (void)c(fx::zeros({2, 3, 2, 9})); },
-                                {"fx::nn::Conv", "(2, 3, 2, 9)", "larger"}));
-  EXPECT_TRUE(throws_mentioning([&] { (void)c(fx::zeros({3, 9, 9})); },
-                                {"fx::nn::Conv", "(3, 9, 9)", "spatial"}));
+  EXPECT_TRUE(throws_mentioning(
+      [&] {
+        (void)c(fx::zeros({2, 4, 9, 9}));
+      },
+      {"fx::nn::Conv", "(2, 4, 9, 9)", "(8, 3, 3, 3)", "channels"}));
+  EXPECT_TRUE(throws_mentioning(
+      [&] {
+        (void)c(fx::zeros({2, 3, 2, 9}));
+      },
+      {"fx::nn::Conv", "(2, 3, 2, 9)", "larger"}));
+  EXPECT_TRUE(throws_mentioning(
+      [&] {
+        (void)c(fx::zeros({3, 9, 9}));
+      },
+      {"fx::nn::Conv", "(3, 9, 9)", "spatial"}));
   EXPECT_TRUE(throws_mentioning([] { (void)fx::nn::Conv({3}, 6, 4, fx::identity, {.groups = 4}); },
                                 {"fx::nn::Conv", "groups 4", "6 => 4"}));
-  EXPECT_TRUE(throws_mentioning([] { (void)fx::nn::Conv({3}, 2, 2, fx::identity, {.padding = {-1}}); },
-                                {"fx::nn::Conv", "padding", "-1"}));
+  EXPECT_TRUE(
+      throws_mentioning([] { (void)fx::nn::Conv({3}, 2, 2, fx::identity, {.padding = {-1}}); },
+                        {"fx::nn::Conv", "padding", "-1"}));
   auto t = fx::nn::ConvTranspose({3, 3}, 4, 2);
-  EXPECT_TRUE(throws_mentioning([&] { (void)t(fx::zeros({1, 2, 5, 5})); },
-                                {"fx::nn::ConvTranspose", "(1, 2, 5, 5)", "(4, 2, 3, 3)"}));
+  EXPECT_TRUE(throws_mentioning(
+      [&] {
+        (void)t(fx::zeros({1, 2, 5, 5}));
+      },
+      {"fx::nn::ConvTranspose", "(1, 2, 5, 5)", "(4, 2, 3, 3)"}));
   EXPECT_TRUE(throws_mentioning([] { (void)fx::nn::DepthwiseConv({3}, 4, 6); },
                                 {"fx::nn::DepthwiseConv", "6", "4"}));
 }

@@ -27,7 +27,9 @@ TEST(Pad, GradientsMatchFiniteDifferences) {
   for (auto m : {PadMode::zeros, PadMode::constant, PadMode::reflect, PadMode::replicate,
                  PadMode::circular}) {
     auto r = fx::testing::gradcheck(
-        [&](const fx::Tensor& t) { return fx::sum(fx::sin(fx::nn::pad(t, {2, 1, 1, 3}, m, 0.5))); },
+        [&](const fx::Tensor& t) {
+          return fx::sum(fx::sin(fx::nn::pad(t, {2, 1, 1, 3}, m, 0.5)));
+        },
         x);
     EXPECT_TRUE(r) << int(m) << ": " << r;
   }
@@ -36,10 +38,16 @@ TEST(Pad, GradientsMatchFiniteDifferences) {
 TEST(Pad, BadPaddingNamesTheShapes) {
   using fx::testing::throws_mentioning;
   auto x = fx::zeros({1, 1, 3});
-  EXPECT_TRUE(throws_mentioning([&] { (void)fx::nn::pad(x, {3, 0}, PadMode::reflect); },
-                                {"fx::nn::pad", "reflect", "(1, 1, 3)"}));
-  EXPECT_TRUE(throws_mentioning([&] { (void)fx::nn::pad(x, {-1, 0}); },
-                                {"fx::nn::pad", "negative", "(1, 1, 3)"}));
+  EXPECT_TRUE(throws_mentioning(
+      [&] {
+        (void)fx::nn::pad(x, {3, 0}, PadMode::reflect);
+      },
+      {"fx::nn::pad", "reflect", "(1, 1, 3)"}));
+  EXPECT_TRUE(throws_mentioning(
+      [&] {
+        (void)fx::nn::pad(x, {-1, 0});
+      },
+      {"fx::nn::pad", "negative", "(1, 1, 3)"}));
   EXPECT_TRUE(throws_mentioning([&] { (void)fx::nn::pad(x, {1}); }, {"fx::nn::pad", "(1, 1, 3)"}));
 }
 

@@ -46,8 +46,8 @@ TEST(PoolLayers, AdaptiveWindowsFollowPyTorch) {
 TEST(PoolLayers, GradientsMatchFiniteDifferences) {
   auto x = fx::testing::randn({2, 3, 7, 6}, {.seed = 1});
   auto check = [&](auto layer, int order) {
-    auto r = fx::testing::gradcheck(
-        [&](const fx::Tensor& t) { return fx::sum(fx::sin(layer(t))); }, {.order = order}, x);
+    auto r = fx::testing::gradcheck([&](const fx::Tensor& t) { return fx::sum(fx::sin(layer(t))); },
+                                    {.order = order}, x);
     EXPECT_TRUE(r) << r;
   };
   check(fx::nn::MaxPool({3, 2}, {.stride = {2, 1}, .padding = {1, 0}}), 2);
@@ -59,21 +59,35 @@ TEST(PoolLayers, GradientsMatchFiniteDifferences) {
   check(fx::nn::GlobalMeanPool(), 2);
   auto x3 = fx::testing::randn({1, 2, 4, 5, 4}, {.seed = 2});
   auto r3 = fx::testing::gradcheck(
-      [](const fx::Tensor& t) { return fx::sum(fx::sin(fx::nn::MaxPool({2, 2, 2})(t))); }, x3);
+      [](const fx::Tensor& t) {
+        return fx::sum(fx::sin(fx::nn::MaxPool({2, 2, 2})(t)));
+      },
+      x3);
   EXPECT_TRUE(r3) << r3;
 }
 
 TEST(PoolLayers, BadShapesNameTheLayer) {
   using fx::testing::throws_mentioning;
-  EXPECT_TRUE(throws_mentioning([] { (void)fx::nn::MaxPool({2, 2})(fx::zeros({2, 3, 8})); },
-                                {"fx::nn::MaxPool", "(2, 3, 8)"}));
-  EXPECT_TRUE(throws_mentioning([] { (void)fx::nn::MeanPool({5})(fx::zeros({2, 3, 4})); },
-                                {"fx::nn::MeanPool", "larger", "(2, 3, 4)"}));
   EXPECT_TRUE(throws_mentioning(
-      [] { (void)fx::nn::MaxPool({2}, {.padding = {-1}})(fx::zeros({2, 3, 4})); },
+      [] {
+        (void)fx::nn::MaxPool({2, 2})(fx::zeros({2, 3, 8}));
+      },
+      {"fx::nn::MaxPool", "(2, 3, 8)"}));
+  EXPECT_TRUE(throws_mentioning(
+      [] {
+        (void)fx::nn::MeanPool({5})(fx::zeros({2, 3, 4}));
+      },
+      {"fx::nn::MeanPool", "larger", "(2, 3, 4)"}));
+  EXPECT_TRUE(throws_mentioning(
+      [] {
+        (void)fx::nn::MaxPool({2}, {.padding = {-1}})(fx::zeros({2, 3, 4}));
+      },
       {"fx::nn::MaxPool", "padding", "-1"}));
-  EXPECT_TRUE(throws_mentioning([] { (void)fx::nn::AdaptiveMeanPool({5})(fx::zeros({1, 1, 4})); },
-                                {"fx::nn::AdaptiveMeanPool", "(1, 1, 4)"}));
+  EXPECT_TRUE(throws_mentioning(
+      [] {
+        (void)fx::nn::AdaptiveMeanPool({5})(fx::zeros({1, 1, 4}));
+      },
+      {"fx::nn::AdaptiveMeanPool", "(1, 1, 4)"}));
 }
 
 }  // namespace

@@ -21,7 +21,9 @@ TEST(UpsampleLayer, GradientsMatchFiniteDifferences) {
   auto x = fx::testing::randn({2, 2, 3, 4}, {.seed = 1});
   for (auto mode : {fx::nn::UpsampleMode::nearest, fx::nn::UpsampleMode::bilinear}) {
     auto r = fx::testing::gradcheck(
-        [&](const fx::Tensor& t) { return fx::sum(fx::sin(fx::nn::Upsample({2, 3}, mode)(t))); },
+        [&](const fx::Tensor& t) {
+          return fx::sum(fx::sin(fx::nn::Upsample({2, 3}, mode)(t)));
+        },
         x);
     EXPECT_TRUE(r) << r;
   }
@@ -39,10 +41,16 @@ TEST(PixelShuffleLayer, MovesChannelsIntoSpace) {
 
 TEST(UpsampleLayer, BadShapesNameTheLayer) {
   using fx::testing::throws_mentioning;
-  EXPECT_TRUE(throws_mentioning([] { (void)fx::nn::Upsample({2})(fx::zeros({1, 1, 2, 2})); },
-                                {"fx::nn::Upsample", "(1, 1, 2, 2)"}));
-  EXPECT_TRUE(throws_mentioning([] { (void)fx::nn::PixelShuffle(2)(fx::zeros({1, 6, 2, 2})); },
-                                {"fx::nn::PixelShuffle", "(1, 6, 2, 2)"}));
+  EXPECT_TRUE(throws_mentioning(
+      [] {
+        (void)fx::nn::Upsample({2})(fx::zeros({1, 1, 2, 2}));
+      },
+      {"fx::nn::Upsample", "(1, 1, 2, 2)"}));
+  EXPECT_TRUE(throws_mentioning(
+      [] {
+        (void)fx::nn::PixelShuffle(2)(fx::zeros({1, 6, 2, 2}));
+      },
+      {"fx::nn::PixelShuffle", "(1, 6, 2, 2)"}));
 }
 
 }  // namespace

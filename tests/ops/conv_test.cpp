@@ -13,8 +13,8 @@ const ConvGeometry dilated = {.padding = {1}, .padding_hi = {2}, .dilation = {2}
 const ConvGeometry mixed3d = {.stride = {1, 2, 1}, .padding = {0, 1, 1}};
 const PoolGeometry pool2 = {.kernel = {2}};
 const PoolGeometry pool_padded = {.kernel = {3, 2}, .stride = {2, 1}, .padding = {1, 0}};
-const PoolGeometry pool_exclude = {.kernel = {3}, .stride = {2}, .padding = {1},
-                                   .count_include_pad = false};
+const PoolGeometry pool_exclude = {
+    .kernel = {3}, .stride = {2}, .padding = {1}, .count_include_pad = false};
 }  // namespace
 
 std::vector<Row> conv_rows() {
@@ -49,9 +49,11 @@ std::vector<Row> conv_rows() {
       {"max_pool",
        [](const Args& a) { return fx::max_pool(a[0], pool_padded); },
        {.cases = shapes({{2, 3, 7, 5}})}},
-      {"max_pool1d", [](const Args& a) { return fx::max_pool(a[0], pool2); },
+      {"max_pool1d",
+       [](const Args& a) { return fx::max_pool(a[0], pool2); },
        {.cases = shapes({{2, 3, 9}})}},
-      {"max_pool3d", [](const Args& a) { return fx::max_pool(a[0], pool2); },
+      {"max_pool3d",
+       [](const Args& a) { return fx::max_pool(a[0], pool2); },
        {.cases = shapes({{1, 2, 4, 5, 4}})}},
       {"max_pool_backward",
        [](const Args& a) { return fx::max_pool_backward(a[0], a[1], pool_padded); },
@@ -59,10 +61,13 @@ std::vector<Row> conv_rows() {
       {"avg_pool",
        [](const Args& a) { return fx::avg_pool(a[0], pool_padded); },
        {.cases = shapes({{2, 3, 7, 5}})}},
-      {"avg_pool_exclude_padding", [](const Args& a) { return fx::avg_pool(a[0], pool_exclude); },
+      {"avg_pool_exclude_padding",
+       [](const Args& a) { return fx::avg_pool(a[0], pool_exclude); },
        {.cases = shapes({{2, 3, 8, 7}, {1, 2, 9}})}},
       {"avg_pool_backward",
-       [](const Args& a) { return fx::avg_pool_backward(a[0], Shape{2, 3, 7, 5}, pool_padded); },
+       [](const Args& a) {
+         return fx::avg_pool_backward(a[0], Shape{2, 3, 7, 5}, pool_padded);
+       },
        {.cases = shapes({{2, 3, 4, 4}})}},
   };
 }
@@ -83,6 +88,22 @@ TEST(ConvOp, OneDimensionalValuesByHand) {
   // The f32 path (oneDNN) gives the same.
   EXPECT_EQ(fx::to_vector<float>(fx::conv(fx::astype(x, fx::f32), fx::astype(w, fx::f32))),
             (std::vector<float>{-2, -2}));
+}
+
+TEST(ConvOp, OneDnnRunsF32AndItsGradients) {
+  // The rows compare oneDNN with the reference only where oneDNN takes the call: make sure it
+  // does take f32 convolutions, their two adjoints and the pooling primitives.
+  fx::testing::BackendScope scope;
+  auto x = fx::randn({2, 4, 9, 8}), w = fx::randn({6, 2, 3, 3}), b = fx::randn({6});
+  auto loss = [&](const fx::Tensor& x, const fx::Tensor& w) {
+    auto y = fx::conv(x, w, b, {.stride = {2}, .padding = {1}, .groups = 2});
+    return fx::sum(fx::max_pool(y, {.kernel = {2}})) + fx::sum(fx::avg_pool(y, {.kernel = {2}}));
+  };
+  (void)fx::gradient(loss, x, w);
+  for (const fx::Primitive* p :
+       {&fx::conv_p, &fx::conv_backward_data_p, &fx::conv_backward_weights_p, &fx::max_pool_p,
+        &fx::max_pool_backward_p, &fx::avg_pool_p, &fx::avg_pool_backward_p})
+    EXPECT_GT(scope.kernel_calls(*p, fx::testing::kTunedRank), 0) << p->name;
 }
 
 TEST(ConvOp, TransposeIsTheAdjointOfConv) {
@@ -109,15 +130,23 @@ TEST(ConvOp, BadGeometryNamesTheOpAndShapes) {
   EXPECT_TRUE(fx::testing::throws_mentioning([&] { (void)fx::conv(x, w); },
                                              {"fx::conv", "(1, 4, 5, 5)", "(2, 3, 3, 3)"}));
   EXPECT_TRUE(fx::testing::throws_mentioning(
-      [&] { (void)fx::conv(x, fx::zeros({2, 4, 7, 7})); }, {"fx::conv", "larger", "(2, 4, 7, 7)"}));
+      [&] {
+        (void)fx::conv(x, fx::zeros({2, 4, 7, 7}));
+      },
+      {"fx::conv", "larger", "(2, 4, 7, 7)"}));
   EXPECT_TRUE(fx::testing::throws_mentioning(
-      [&] { (void)fx::conv(x, fx::zeros({3, 2, 3, 3}), fx::Tensor(), {.groups = 2}); },
+      [&] {
+        (void)fx::conv(x, fx::zeros({3, 2, 3, 3}), fx::Tensor(), {.groups = 2});
+      },
       {"fx::conv", "groups 2", "(3, 2, 3, 3)"}));
   EXPECT_TRUE(fx::testing::throws_mentioning(
-      [&] { (void)fx::conv(x, fx::zeros({2, 4, 3, 3}), fx::Tensor(), {.padding = {-1}}); },
+      [&] {
+        (void)fx::conv(x, fx::zeros({2, 4, 3, 3}), fx::Tensor(), {.padding = {-1}});
+      },
       {"fx::conv", "padding", "-1"}));
-  EXPECT_TRUE(fx::testing::throws_mentioning([&] { (void)fx::max_pool(x, {.kernel = {2}, .padding = {2}}); },
-                                             {"fx::max_pool", "padding"}));
+  EXPECT_TRUE(fx::testing::throws_mentioning(
+      [&] { (void)fx::max_pool(x, {.kernel = {2}, .padding = {2}}); },
+      {"fx::max_pool", "padding"}));
 }
 
 TEST(PoolOp, ValuesByHand) {
@@ -128,7 +157,8 @@ TEST(PoolOp, ValuesByHand) {
   auto xf = fx::astype(x, fx::f32);
   EXPECT_EQ(fx::to_vector<float>(fx::max_pool(xf, {.kernel = {2}})), (std::vector<float>{5, 6}));
   // The gradient goes to each window's maximum.
-  auto g = fx::gradient([](const fx::Tensor& t) { return fx::sum(fx::max_pool(t, {.kernel = {2}})); }, xf);
+  auto g = fx::gradient(
+      [](const fx::Tensor& t) { return fx::sum(fx::max_pool(t, {.kernel = {2}})); }, xf);
   EXPECT_EQ(fx::to_vector<float>(g), (std::vector<float>{0, 1, 0, 0, 0, 0, 0, 1}));
 }
 

@@ -168,8 +168,7 @@ std::vector<Row> conv_rows();
 inline std::vector<Row> all_rows() {
   std::vector<Row> all;
   for (auto family :
-       {elementwise_rows, reduce_rows, view_rows, linalg_rows, index_rows, complex_rows,
-        conv_rows})
+       {elementwise_rows, reduce_rows, view_rows, linalg_rows, index_rows, complex_rows, conv_rows})
     for (Row& r : family()) all.push_back(std::move(r));
   return all;
 }

@@ -36,12 +36,12 @@ std::vector<double> values(const torch::Tensor& t) {
 ::testing::AssertionResult close(const std::string& what, const std::vector<double>& a,
                                  const std::vector<double>& b, double tol) {
   if (a.size() != b.size())
-    return ::testing::AssertionFailure() << what << ": " << a.size() << " vs " << b.size()
-                                         << " elements";
+    return ::testing::AssertionFailure()
+           << what << ": " << a.size() << " vs " << b.size() << " elements";
   for (size_t i = 0; i < a.size(); ++i)
     if (!(std::abs(a[i] - b[i]) <= tol * (1 + std::abs(b[i]))))
-      return ::testing::AssertionFailure() << what << "[" << i << "]: fluxion " << a[i]
-                                           << ", libtorch " << b[i];
+      return ::testing::AssertionFailure()
+             << what << "[" << i << "]: fluxion " << a[i] << ", libtorch " << b[i];
   return ::testing::AssertionSuccess();
 }
 
@@ -62,8 +62,8 @@ void compare(const std::vector<fx::Shape>& shapes, const FxFn& f, const TorchFn&
     ASSERT_EQ(std::vector<int64_t>(y.shape().begin(), y.shape().end()), ty.sizes().vec());
     EXPECT_TRUE(close("forward", fx::to_vector<double>(y), values(ty), tol));
     const fx::Tensor r = fx::randn(y.shape(), gen, dt);
-    auto grads = fx::gradient(
-        [&](const std::vector<fx::Tensor>& in) { return fx::sum(f(in) * r); }, xs);
+    auto grads =
+        fx::gradient([&](const std::vector<fx::Tensor>& in) { return fx::sum(f(in) * r); }, xs);
     (ty * to_torch(r, tdt)).sum().backward();
     for (size_t i = 0; i < xs.size(); ++i)
       EXPECT_TRUE(close("gradient " + std::to_string(i), fx::to_vector<double>(grads[i]),
@@ -72,104 +72,136 @@ void compare(const std::vector<fx::Shape>& shapes, const FxFn& f, const TorchFn&
 }
 
 TEST(ConvOracle, Conv1dDilatedStrided) {
-  compare({{2, 4, 11}, {6, 2, 3}, {6}},
-          [](const auto& a) {
-            return fx::conv(a[0], a[1], a[2],
-                            {.stride = {2}, .padding = {2}, .dilation = {2}, .groups = 2});
-          },
-          [](const auto& a) { return torch::conv1d(a[0], a[1], a[2], 2, 2, 2, 2); });
+  compare(
+      {{2, 4, 11}, {6, 2, 3}, {6}},
+      [](const auto& a) {
+        return fx::conv(a[0], a[1], a[2],
+                        {.stride = {2}, .padding = {2}, .dilation = {2}, .groups = 2});
+      },
+      [](const auto& a) { return torch::conv1d(a[0], a[1], a[2], 2, 2, 2, 2); });
 }
 
 TEST(ConvOracle, Conv2dAsymmetricPadding) {
   // torch pads asymmetrically only through F.pad: (left W, right W, top H, bottom H).
-  compare({{2, 3, 9, 8}, {5, 3, 3, 2}, {5}},
-          [](const auto& a) {
-            return fx::conv(a[0], a[1], a[2],
-                            {.stride = {2, 1}, .padding = {1, 0}, .padding_hi = {2, 1}});
-          },
-          [](const auto& a) {
-            auto p = F::pad(a[0], F::PadFuncOptions({0, 1, 1, 2}));
-            return torch::conv2d(p, a[1], a[2], {2, 1});
-          });
+  compare(
+      {{2, 3, 9, 8}, {5, 3, 3, 2}, {5}},
+      [](const auto& a) {
+        return fx::conv(a[0], a[1], a[2],
+                        {.stride = {2, 1}, .padding = {1, 0}, .padding_hi = {2, 1}});
+      },
+      [](const auto& a) {
+        auto p = F::pad(a[0], F::PadFuncOptions({0, 1, 1, 2}));
+        return torch::conv2d(p, a[1], a[2], {2, 1});
+      });
 }
 
 TEST(ConvOracle, Conv2dGroupsLarge) {
-  compare({{4, 8, 16, 16}, {16, 4, 3, 3}, {16}},
-          [](const auto& a) { return fx::conv(a[0], a[1], a[2], {.padding = {1}, .groups = 2}); },
-          [](const auto& a) { return torch::conv2d(a[0], a[1], a[2], 1, 1, 1, 2); });
+  compare(
+      {{4, 8, 16, 16}, {16, 4, 3, 3}, {16}},
+      [](const auto& a) { return fx::conv(a[0], a[1], a[2], {.padding = {1}, .groups = 2}); },
+      [](const auto& a) { return torch::conv2d(a[0], a[1], a[2], 1, 1, 1, 2); });
 }
 
 TEST(ConvOracle, Conv3d) {
-  compare({{1, 2, 5, 6, 5}, {3, 2, 2, 3, 2}, {3}},
-          [](const auto& a) {
-            return fx::conv(a[0], a[1], a[2], {.stride = {1, 2, 1}, .padding = {1, 0, 1}});
-          },
-          [](const auto& a) {
-            return torch::conv3d(a[0], a[1], a[2], {1, 2, 1}, {1, 0, 1});
-          });
+  compare(
+      {{1, 2, 5, 6, 5}, {3, 2, 2, 3, 2}, {3}},
+      [](const auto& a) {
+        return fx::conv(a[0], a[1], a[2], {.stride = {1, 2, 1}, .padding = {1, 0, 1}});
+      },
+      [](const auto& a) {
+        return torch::conv3d(a[0], a[1], a[2], {1, 2, 1}, {1, 0, 1});
+      });
 }
 
 TEST(ConvOracle, ConvTranspose2dOutputPadding) {
-  compare({{2, 4, 5, 4}, {4, 3, 3, 3}, {6}},
-          [](const auto& a) {
-            return fx::conv_transpose(a[0], a[1], a[2], {.stride = {2}, .padding = {1}, .groups = 2},
-                                      {1});
-          },
-          [](const auto& a) {
-            return torch::conv_transpose2d(a[0], a[1], a[2], 2, 1, 1, 2);
-          });
+  compare(
+      {{2, 4, 5, 4}, {4, 3, 3, 3}, {6}},
+      [](const auto& a) {
+        return fx::conv_transpose(a[0], a[1], a[2], {.stride = {2}, .padding = {1}, .groups = 2},
+                                  {1});
+      },
+      [](const auto& a) { return torch::conv_transpose2d(a[0], a[1], a[2], 2, 1, 1, 2); });
 }
 
 TEST(ConvOracle, MaxPool2d) {
-  compare({{2, 3, 9, 8}},
-          [](const auto& a) {
-            return fx::max_pool(a[0], {.kernel = {3, 2}, .stride = {2, 2}, .padding = {1, 1}});
-          },
-          [](const auto& a) { return torch::max_pool2d(a[0], {3, 2}, {2, 2}, {1, 1}); });
+  compare(
+      {{2, 3, 9, 8}},
+      [](const auto& a) {
+        return fx::max_pool(a[0], {.kernel = {3, 2}, .stride = {2, 2}, .padding = {1, 1}});
+      },
+      [](const auto& a) {
+        return torch::max_pool2d(a[0], {3, 2}, {2, 2}, {1, 1});
+      });
 }
 
 TEST(ConvOracle, AvgPool2d) {
   for (bool include : {true, false}) {
     SCOPED_TRACE(include ? "count_include_pad" : "exclude padding");
-    compare({{2, 3, 9, 8}},
-            [&](const auto& a) {
-              return fx::avg_pool(a[0], {.kernel = {3, 3}, .stride = {2, 1}, .padding = {1},
-                                         .count_include_pad = include});
-            },
-            [&](const auto& a) {
-              return torch::avg_pool2d(a[0], {3, 3}, {2, 1}, {1, 1}, false, include);
-            });
+    compare(
+        {{2, 3, 9, 8}},
+        [&](const auto& a) {
+          return fx::avg_pool(
+              a[0],
+              {.kernel = {3, 3}, .stride = {2, 1}, .padding = {1}, .count_include_pad = include});
+        },
+        [&](const auto& a) {
+          return torch::avg_pool2d(a[0], {3, 3}, {2, 1}, {1, 1}, false, include);
+        });
   }
 }
 
 TEST(ConvOracle, AdaptivePools) {
-  compare({{2, 3, 7, 9}}, [](const auto& a) { return fx::nn::AdaptiveMeanPool({3, 4})(a[0]); },
-          [](const auto& a) { return torch::adaptive_avg_pool2d(a[0], {3, 4}); });
-  compare({{2, 3, 7, 9}}, [](const auto& a) { return fx::nn::AdaptiveMaxPool({3, 4})(a[0]); },
-          [](const auto& a) { return std::get<0>(torch::adaptive_max_pool2d(a[0], {3, 4})); });
-  compare({{2, 3, 8, 4}}, [](const auto& a) { return fx::nn::AdaptiveMeanPool({4, 2})(a[0]); },
-          [](const auto& a) { return torch::adaptive_avg_pool2d(a[0], {4, 2}); });
+  compare(
+      {{2, 3, 7, 9}},
+      [](const auto& a) {
+        return fx::nn::AdaptiveMeanPool({3, 4})(a[0]);
+      },
+      [](const auto& a) {
+        return torch::adaptive_avg_pool2d(a[0], {3, 4});
+      });
+  compare(
+      {{2, 3, 7, 9}},
+      [](const auto& a) {
+        return fx::nn::AdaptiveMaxPool({3, 4})(a[0]);
+      },
+      [](const auto& a) {
+        return std::get<0>(torch::adaptive_max_pool2d(a[0], {3, 4}));
+      });
+  compare(
+      {{2, 3, 8, 4}},
+      [](const auto& a) {
+        return fx::nn::AdaptiveMeanPool({4, 2})(a[0]);
+      },
+      [](const auto& a) {
+        return torch::adaptive_avg_pool2d(a[0], {4, 2});
+      });
 }
 
 TEST(ConvOracle, UpsampleAndPixelShuffle) {
-  compare({{2, 3, 4, 5}}, [](const auto& a) { return fx::nn::Upsample({2, 3})(a[0]); },
-          [](const auto& a) {
-            return F::interpolate(a[0], F::InterpolateFuncOptions()
-                                            .scale_factor(std::vector<double>{2, 3})
-                                            .mode(torch::kNearest));
-          });
-  compare({{2, 3, 4, 5}},
-          [](const auto& a) {
-            return fx::nn::Upsample({2, 3}, fx::nn::UpsampleMode::bilinear)(a[0]);
-          },
-          [](const auto& a) {
-            return F::interpolate(a[0], F::InterpolateFuncOptions()
-                                            .scale_factor(std::vector<double>{2, 3})
-                                            .mode(torch::kBilinear)
-                                            .align_corners(false));
-          });
-  compare({{2, 12, 3, 4}}, [](const auto& a) { return fx::nn::PixelShuffle(2)(a[0]); },
-          [](const auto& a) { return torch::pixel_shuffle(a[0], 2); });
+  compare(
+      {{2, 3, 4, 5}},
+      [](const auto& a) {
+        return fx::nn::Upsample({2, 3})(a[0]);
+      },
+      [](const auto& a) {
+        return F::interpolate(a[0], F::InterpolateFuncOptions()
+                                        .scale_factor(std::vector<double>{2, 3})
+                                        .mode(torch::kNearest));
+      });
+  compare(
+      {{2, 3, 4, 5}},
+      [](const auto& a) {
+        return fx::nn::Upsample({2, 3}, fx::nn::UpsampleMode::bilinear)(a[0]);
+      },
+      [](const auto& a) {
+        return F::interpolate(a[0], F::InterpolateFuncOptions()
+                                        .scale_factor(std::vector<double>{2, 3})
+                                        .mode(torch::kBilinear)
+                                        .align_corners(false));
+      });
+  compare(
+      {{2, 12, 3, 4}}, [](const auto& a) { return fx::nn::PixelShuffle(2)(a[0]); },
+      [](const auto& a) { return torch::pixel_shuffle(a[0], 2); });
 }
 
 TEST(ConvOracle, PadModes) {
@@ -184,14 +216,23 @@ TEST(ConvOracle, PadModes) {
                                                {PadMode::circular, torch::kCircular}}) {
     SCOPED_TRACE(int(ours));
     // Ours lists (low, high) from the first padded axis; torch from the last axis.
-    compare({{2, 3, 5, 6}}, [&](const auto& a) { return fx::nn::pad(a[0], {1, 2, 3, 1}, ours); },
-            [&](const auto& a) {
-              return F::pad(a[0], F::PadFuncOptions({3, 1, 1, 2}).mode(theirs));
-            });
+    compare(
+        {{2, 3, 5, 6}},
+        [&](const auto& a) {
+          return fx::nn::pad(a[0], {1, 2, 3, 1}, ours);
+        },
+        [&](const auto& a) {
+          return F::pad(a[0], F::PadFuncOptions({3, 1, 1, 2}).mode(theirs));
+        });
   }
-  compare({{2, 3, 5}},
-          [](const auto& a) { return fx::nn::pad(a[0], {2, 1}, PadMode::constant, 0.5); },
-          [](const auto& a) { return F::pad(a[0], F::PadFuncOptions({2, 1}).value(0.5)); });
+  compare(
+      {{2, 3, 5}},
+      [](const auto& a) {
+        return fx::nn::pad(a[0], {2, 1}, PadMode::constant, 0.5);
+      },
+      [](const auto& a) {
+        return F::pad(a[0], F::PadFuncOptions({2, 1}).value(0.5));
+      });
 }
 
 }  // namespace

@@ -53,8 +53,8 @@ inline ConvGeometry geometry(const char* layer, const std::vector<int64_t>& kern
   FX_CHECK(nd >= 1 && nd <= 3, layer, ": the kernel needs 1 to 3 sizes, got ", nd);
   for (int64_t k : kernel) FX_CHECK(k >= 1, layer, ": kernel sizes must be positive, got ", k);
   FX_CHECK(in >= 1 && out >= 1, layer, ": channel counts must be positive, got ", in, " => ", out);
-  FX_CHECK(o.groups >= 1 && in % o.groups == 0 && out % o.groups == 0, layer, ": groups ",
-           o.groups, " must divide both channel counts ", in, " => ", out);
+  FX_CHECK(o.groups >= 1 && in % o.groups == 0 && out % o.groups == 0, layer, ": groups ", o.groups,
+           " must divide both channel counts ", in, " => ", out);
   for (const auto* v : {&o.padding, &o.padding_hi})
     for (int64_t p : *v) FX_CHECK(p >= 0, layer, ": padding must be non-negative, got ", p);
   ConvGeometry g{o.stride, o.padding, o.padding_hi, o.dilation, o.groups};
@@ -108,12 +108,12 @@ struct Conv {
   FX_FIELDS(weight, bias)
 
   Conv() = default;  // an empty slot (a gradient, a model to load into); not callable
-  Conv(const std::vector<int64_t>& kernel, int64_t in, int64_t out, Activation act,
-       Generator& gen, const ConvOptions& o = {})
+  Conv(const std::vector<int64_t>& kernel, int64_t in, int64_t out, Activation act, Generator& gen,
+       const ConvOptions& o = {})
       : act(act), flipped(o.flipped) {
     geometry = conv_layer::geometry(name(), kernel, in, out, o);
-    weight = glorot_uniform(conv_layer::weight_shape(out, in / o.groups, kernel), gen, 1.0,
-                            o.dtype);
+    weight =
+        glorot_uniform(conv_layer::weight_shape(out, in / o.groups, kernel), gen, 1.0, o.dtype);
     if (o.bias) bias = zeros({out}, o.dtype);
   }
   Conv(const std::vector<int64_t>& kernel, int64_t in, int64_t out, Activation act = identity,
@@ -163,8 +163,8 @@ struct ConvTranspose {
                 Generator& gen, const ConvOptions& o = {})
       : act(act), output_padding(o.output_padding), flipped(o.flipped) {
     geometry = conv_layer::geometry(name(), kernel, in, out, o);
-    weight = glorot_uniform(conv_layer::weight_shape(in, out / o.groups, kernel), gen, 1.0,
-                            o.dtype);
+    weight =
+        glorot_uniform(conv_layer::weight_shape(in, out / o.groups, kernel), gen, 1.0, o.dtype);
     if (o.bias) bias = zeros({out}, o.dtype);
   }
   ConvTranspose(const std::vector<int64_t>& kernel, int64_t in, int64_t out,

@@ -90,7 +90,7 @@ inline Axes spatial_axes(const char* layer, const Tensor& x) {
 struct MaxPool {
   std::vector<int64_t> kernel;
   PoolOptions options;
-  FX_FIELDS()  // no parameters: the hyperparameters are not walked
+  FX_FIELDS()           // no parameters: the hyperparameters are not walked
   MaxPool() = default;  // an empty slot (the traversal's copies); not callable
   explicit MaxPool(std::vector<int64_t> kernel, PoolOptions o = {})
       : kernel(std::move(kernel)), options(std::move(o)) {}
@@ -104,7 +104,7 @@ struct MaxPool {
 struct MeanPool {
   std::vector<int64_t> kernel;
   PoolOptions options;
-  FX_FIELDS()  // no parameters: the hyperparameters are not walked
+  FX_FIELDS()            // no parameters: the hyperparameters are not walked
   MeanPool() = default;  // an empty slot (the traversal's copies); not callable
   explicit MeanPool(std::vector<int64_t> kernel, PoolOptions o = {})
       : kernel(std::move(kernel)), options(std::move(o)) {}
@@ -116,8 +116,8 @@ struct MeanPool {
 };
 
 struct AdaptiveMaxPool {
-  std::vector<int64_t> out;  // the output's spatial size
-  FX_FIELDS()  // no parameters: the hyperparameters are not walked
+  std::vector<int64_t> out;     // the output's spatial size
+  FX_FIELDS()                   // no parameters: the hyperparameters are not walked
   AdaptiveMaxPool() = default;  // an empty slot (the traversal's copies); not callable
   explicit AdaptiveMaxPool(std::vector<int64_t> out) : out(std::move(out)) {}
   Tensor operator()(const Tensor& x) const {
@@ -127,7 +127,7 @@ struct AdaptiveMaxPool {
 
 struct AdaptiveMeanPool {
   std::vector<int64_t> out;
-  FX_FIELDS()  // no parameters: the hyperparameters are not walked
+  FX_FIELDS()                    // no parameters: the hyperparameters are not walked
   AdaptiveMeanPool() = default;  // an empty slot (the traversal's copies); not callable
   explicit AdaptiveMeanPool(std::vector<int64_t> out) : out(std::move(out)) {}
   Tensor operator()(const Tensor& x) const {

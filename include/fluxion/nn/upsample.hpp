@@ -39,7 +39,8 @@ struct Upsample {
     FX_CHECK(x.defined() && x.ndim() == int64_t(scale.size()) + 2 && x.ndim() <= 5,
              "fx::nn::Upsample: input ", x.defined() ? x.shape().to_string() : "undefined",
              " must be (N, C, ...) with ", scale.size(), " spatial axes (one per scale factor)");
-    for (int64_t s : scale) FX_CHECK(s >= 1, "fx::nn::Upsample: scale factors must be positive, got ", s);
+    for (int64_t s : scale)
+      FX_CHECK(s >= 1, "fx::nn::Upsample: scale factors must be positive, got ", s);
     Tensor y = x;
     for (size_t a = 0; a < scale.size(); ++a)
       y = mode == UpsampleMode::nearest ? nearest_axis(y, 2 + int64_t(a), scale[a])
@@ -89,8 +90,7 @@ struct PixelShuffle {
     FX_CHECK(x.defined() && x.ndim() == 4 && x.shape()[1] % (r * r) == 0,
              "fx::nn::PixelShuffle: input ", x.defined() ? x.shape().to_string() : "undefined",
              " must be (N, C r^2, H, W) with r = ", r);
-    const int64_t n = x.shape()[0], c = x.shape()[1] / (r * r), h = x.shape()[2],
-                  w = x.shape()[3];
+    const int64_t n = x.shape()[0], c = x.shape()[1] / (r * r), h = x.shape()[2], w = x.shape()[3];
     // (N, C, r, r, H, W) -> (N, C, H, r, W, r): y[n, c, h r + i, w r + j] = x[n, c r^2 + i r + j, h, w].
     return reshape(permute(reshape(x, {n, c, r, r, h, w}), {0, 1, 4, 2, 5, 3}),
                    {n, c, h * r, w * r});

@@ -68,8 +68,12 @@ memory::desc weight_desc(const Shape& w, int64_t groups, int nd, bool any) {
     d[0] /= groups;
     d.insert(d.begin(), groups);
   }
-  const tag plain = groups > 1 ? (nd == 1 ? tag::goiw : nd == 2 ? tag::goihw : tag::goidhw)
-                               : (nd == 1 ? tag::oiw : nd == 2 ? tag::oihw : tag::oidhw);
+  const tag plain = groups > 1 ? (nd == 1   ? tag::goiw
+                                  : nd == 2 ? tag::goihw
+                                            : tag::goidhw)
+                               : (nd == 1   ? tag::oiw
+                                  : nd == 2 ? tag::oihw
+                                            : tag::oidhw);
   return memory::desc(d, memory::data_type::f32, any ? tag::any : plain);
 }
 
@@ -102,16 +106,14 @@ Entry make_entry(std::vector<int64_t> key, Mode mode, const KernelCall& c) {
   const memory::desc x_any(dims_of(X), f32, tag::any), y_any(dims_of(Y), f32, tag::any),
       w_any = weight_desc(W.shape(), g.groups, nd, true);
   const memory::desc x_plain(dims_of(X), f32, act_tag(nd)), y_plain(dims_of(Y), f32, act_tag(nd)),
-      w_plain = weight_desc(W.shape(), g.groups, nd, false),
-      b_plain({W.shape()[0]}, f32, tag::a);
+      w_plain = weight_desc(W.shape(), g.groups, nd, false), b_plain({W.shape()[0]}, f32, tag::a);
   const auto alg = dnnl::algorithm::convolution_direct;
   try {
     using fwd = dnnl::convolution_forward;
-    const auto fwd_desc =
-        bias ? fwd::desc(dnnl::prop_kind::forward_training, alg, x_any, w_any, b_plain, y_any,
-                         strides, dil, pl, pr)
-             : fwd::desc(dnnl::prop_kind::forward_training, alg, x_any, w_any, y_any, strides, dil,
-                         pl, pr);
+    const auto fwd_desc = bias ? fwd::desc(dnnl::prop_kind::forward_training, alg, x_any, w_any,
+                                           b_plain, y_any, strides, dil, pl, pr)
+                               : fwd::desc(dnnl::prop_kind::forward_training, alg, x_any, w_any,
+                                           y_any, strides, dil, pl, pr);
     const fwd::primitive_desc fwd_pd(fwd_desc, engine());
     switch (mode) {
       case Mode::forward:

@@ -55,9 +55,9 @@ Entry make_entry(std::vector<int64_t> key, Kind kind, const Shape& xs, const Par
   }
   const memory::desc xm(xd, f32, t), ym(yd, f32, t);
   const bool is_max = kind == Kind::max_forward || kind == Kind::max_backward;
-  const auto alg = is_max            ? dnnl::algorithm::pooling_max
-                   : pr.i[0] != 0    ? dnnl::algorithm::pooling_avg_include_padding
-                                     : dnnl::algorithm::pooling_avg_exclude_padding;
+  const auto alg = is_max         ? dnnl::algorithm::pooling_max
+                   : pr.i[0] != 0 ? dnnl::algorithm::pooling_avg_include_padding
+                                  : dnnl::algorithm::pooling_avg_exclude_padding;
   const auto prop = kind == Kind::max_forward || kind == Kind::avg_forward
                         ? dnnl::prop_kind::forward_inference
                         : dnnl::prop_kind::forward_training;
@@ -122,13 +122,13 @@ bool onednn_pool(const KernelCall& c) {
       break;
     case Kind::max_backward:
       e.x.set_data_handle(c.in[0].raw_data());
-      e.fwd->execute(stream,
-                     {{DNNL_ARG_SRC, e.x}, {DNNL_ARG_DST, *e.scratch_y}, {DNNL_ARG_WORKSPACE, *e.ws}});
+      e.fwd->execute(
+          stream, {{DNNL_ARG_SRC, e.x}, {DNNL_ARG_DST, *e.scratch_y}, {DNNL_ARG_WORKSPACE, *e.ws}});
       e.y.set_data_handle(c.in[1].raw_data());
       e.x.set_data_handle(c.out.raw_data());
-      e.bwd->execute(stream, {{DNNL_ARG_DIFF_DST, e.y},
-                              {DNNL_ARG_DIFF_SRC, e.x},
-                              {DNNL_ARG_WORKSPACE, *e.ws}});
+      e.bwd->execute(
+          stream,
+          {{DNNL_ARG_DIFF_DST, e.y}, {DNNL_ARG_DIFF_SRC, e.x}, {DNNL_ARG_WORKSPACE, *e.ws}});
       break;
     case Kind::avg_backward:
       e.y.set_data_handle(c.in[0].raw_data());

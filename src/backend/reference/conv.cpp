@@ -74,7 +74,8 @@ bool conv_kernel(const KernelCall& c) {
         const int64_t inner = y.size[2] * y.size[3] * y.size[4];
         for (int64_t n = 0; n < y.size[0]; ++n)
           for (int64_t o = 0; o < y.size[1]; ++o)
-            for (int64_t j = 0; j < inner; ++j) yp[(n * y.size[1] + o) * inner + j] += bp[o * b.stride(0)];
+            for (int64_t j = 0; j < inner; ++j)
+              yp[(n * y.size[1] + o) * inner + j] += bp[o * b.stride(0)];
       }
     }
   });

@@ -95,12 +95,9 @@ bool max_kernel(const KernelCall& c) {
           }
         });
         if (!best_i) return;
-        if (!Backward)
-          op[ov.at(b, ch, p)] = best_v;
-        else if (scatter)
-          op[ov.at(b, ch, best_i)] += tp[tv.at(b, ch, p)];
-        else
-          op[ov.at(b, ch, p)] = tp[tv.at(b, ch, best_i)];
+        if (!Backward) op[ov.at(b, ch, p)] = best_v;
+        else if (scatter) op[ov.at(b, ch, best_i)] += tp[tv.at(b, ch, p)];
+        else op[ov.at(b, ch, p)] = tp[tv.at(b, ch, best_i)];
       });
     }
   });
