@@ -116,6 +116,26 @@ TEST(ConvLayer, TrainsInsideAChain) {
   EXPECT_LT(loss(model).item(), 0.8 * before);
 }
 
+TEST(ConvLayer, DataParallelGradientEqualsTheSerialOne) {
+  // Each thread's share runs oneDNN inside the parallel region (one thread per primitive).
+  fx::Generator gen(13);
+  auto model =
+      fx::nn::Chain(fx::nn::Conv({3, 3}, 2, 4, fx::relu, gen, {.padding = {1}}),
+                    fx::nn::MaxPool({2, 2}), fx::nn::MeanPool({2, 2}),
+                    fx::Activation(fx::nn::flatten), fx::nn::Dense(16, 3, fx::identity, gen));
+  auto x = fx::randn({16, 2, 8, 8}, gen), y = fx::randn({16, 3}, gen);
+  auto loss = [](const auto& m, const fx::Tensor& x, const fx::Tensor& y) {
+    return fx::mse(m(x), y);
+  };
+  auto [l1, g1] = fx::train::data_parallel_withgradient(loss, model, x, y);
+  auto [l2, g2] = fx::withgradient([&](const auto& m) { return loss(m, x, y); }, model);
+  EXPECT_NEAR(l1.item(), l2.item(), 1e-5);
+  const auto& c1 = std::get<0>(g1.layers);
+  const auto& c2 = std::get<0>(g2.layers);
+  EXPECT_TRUE(fx::allclose(c1.weight, c2.weight, 1e-4, 1e-5));
+  EXPECT_TRUE(fx::allclose(c1.bias, c2.bias, 1e-4, 1e-5));
+}
+
 TEST(ConvLayer, LeNetShapesOnTheMetaDevice) {  // the model of docs/layers.md
   fx::Generator gen(1);
   auto model = fx::nn::Chain(fx::nn::Conv({5, 5}, 1, 6, fx::relu, gen, {.padding = {2}}),

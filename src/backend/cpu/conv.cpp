@@ -167,6 +167,9 @@ Entry& entry_for(std::vector<int64_t>&& key, Mode mode, const KernelCall& c) {
 
 template <Mode M>
 bool onednn_conv(const KernelCall& c) {
+  // Not inside a parallel region (a data-parallel share): a primitive run there hung (oneDNN
+  // 2.6's OpenMP build, ConvLayer.DataParallelGradientEqualsTheSerialOne at two threads), so
+  // the reference loops take those calls. Open: a nested-safe path for data-parallel CNNs.
   if (c.out.dtype() != f32 || omp_in_parallel() || c.out.numel() == 0) return false;
   for (const Tensor& t : c.in)
     if (t.dtype() != f32 || !t.is_contiguous() || t.numel() == 0) return false;
