@@ -163,11 +163,12 @@ std::vector<Row> view_rows();
 std::vector<Row> linalg_rows();
 std::vector<Row> index_rows();
 std::vector<Row> complex_rows();
+std::vector<Row> conv_rows();
 
 inline std::vector<Row> all_rows() {
   std::vector<Row> all;
   for (auto family :
-       {elementwise_rows, reduce_rows, view_rows, linalg_rows, index_rows, complex_rows})
+       {elementwise_rows, reduce_rows, view_rows, linalg_rows, index_rows, complex_rows, conv_rows})
     for (Row& r : family()) all.push_back(std::move(r));
   return all;
 }

@@ -569,6 +569,73 @@ std::vector<OracleRow> oracle_rows() {
        [](const Args& a) { return fx::tanh(fx::matmul(a[0], fx::transpose(a[1])) + a[2]); },
        [](const TArgs& a) { return torch::tanh(torch::matmul(a[0], a[1].t()) + a[2]); },
        {.cases = {{In{{8, 5}}, In{{3, 5}}, In{{3}}}}}},
+      // The convolution family's primitives (more cases: conv_oracle_test.cpp). The adjoints
+      // are libtorch's own gradients, taken with create_graph so they differentiate again.
+      {"conv",
+       [](const Args& a) {
+         return fx::conv(a[0], a[1], a[2], {.stride = {2}, .padding = {1}, .groups = 2});
+       },
+       [](const TArgs& a) { return torch::conv2d(a[0], a[1], a[2], 2, 1, 1, 2); },
+       {.cases = {{In{{2, 4, 7, 6}}, In{{6, 2, 3, 3}}, In{{6}}}}}},
+      {"conv_backward_data",
+       [](const Args& a) {
+         return fx::conv_backward_data(a[0], a[1], fx::Shape{2, 4, 7, 6},
+                                       {.stride = {2}, .padding = {1}, .groups = 2});
+       },
+       [](const TArgs& a) {
+         auto x = torch::zeros({2, 4, 7, 6}, a[0].options().requires_grad(true));
+         auto y = torch::conv2d(x, a[1], {}, 2, 1, 1, 2);
+         return torch::autograd::grad({y}, {x}, {a[0]}, true, true)[0];
+       },
+       {.cases = pairs({{{2, 6, 4, 3}, {6, 2, 3, 3}}})}},
+      {"conv_backward_weights",
+       [](const Args& a) {
+         return fx::conv_backward_weights(a[0], a[1], fx::Shape{6, 2, 3, 3},
+                                          {.stride = {2}, .padding = {1}, .groups = 2});
+       },
+       [](const TArgs& a) {
+         auto w = torch::zeros({6, 2, 3, 3}, a[0].options().requires_grad(true));
+         auto y = torch::conv2d(a[0], w, {}, 2, 1, 1, 2);
+         return torch::autograd::grad({y}, {w}, {a[1]}, true, true)[0];
+       },
+       {.cases = pairs({{{2, 4, 7, 6}, {2, 6, 4, 3}}})}},
+      {"max_pool",
+       [](const Args& a) {
+         return fx::max_pool(a[0], {.kernel = {3, 2}, .stride = {2, 1}});
+       },
+       [](const TArgs& a) {
+         return torch::max_pool2d(a[0], {3, 2}, {2, 1});
+       },
+       {.cases = shapes({{2, 3, 7, 5}})}},
+      {"max_pool_backward",
+       [](const Args& a) {
+         return fx::max_pool_backward(a[0], a[1], {.kernel = {3, 2}, .stride = {2, 1}});
+       },
+       [](const TArgs& a) {
+         auto x = a[0].detach().requires_grad_(true);
+         auto y = torch::max_pool2d(x, {3, 2}, {2, 1});
+         return torch::autograd::grad({y}, {x}, {a[1]}, true, true)[0];
+       },
+       {.cases = pairs({{{2, 3, 7, 5}, {2, 3, 3, 4}}})}},
+      {"avg_pool",
+       [](const Args& a) {
+         return fx::avg_pool(a[0], {.kernel = {3, 2}, .stride = {2, 1}, .padding = {1, 0}});
+       },
+       [](const TArgs& a) {
+         return torch::avg_pool2d(a[0], {3, 2}, {2, 1}, {1, 0});
+       },
+       {.cases = shapes({{2, 3, 7, 5}})}},
+      {"avg_pool_backward",
+       [](const Args& a) {
+         return fx::avg_pool_backward(a[0], fx::Shape{2, 3, 7, 5},
+                                      {.kernel = {3, 2}, .stride = {2, 1}, .padding = {1, 0}});
+       },
+       [](const TArgs& a) {
+         auto x = torch::zeros({2, 3, 7, 5}, a[0].options().requires_grad(true));
+         auto y = torch::avg_pool2d(x, {3, 2}, {2, 1}, {1, 0});
+         return torch::autograd::grad({y}, {x}, {a[0]}, true, true)[0];
+       },
+       {.cases = shapes({{2, 3, 4, 4}})}},
   };
 }
 

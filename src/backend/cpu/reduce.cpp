@@ -534,6 +534,8 @@ void register_reduce() {
 void register_elementwise();
 void register_matmul();
 void register_linear();
+void register_conv();
+void register_pool();
 void register_complex();
 void register_fft();
 void register_index();
@@ -546,6 +548,8 @@ void register_cpu() {
   cpu::register_reduce();
   cpu::register_matmul();
   cpu::register_linear();
+  cpu::register_conv();
+  cpu::register_pool();
   cpu::register_complex();
   cpu::register_fft();
   cpu::register_index();

@@ -171,6 +171,8 @@ void register_reference_elementwise();
 void register_reference_reduce();
 void register_reference_linalg();
 void register_reference_complex();
+void register_reference_conv();
+void register_reference_pool();
 
 void register_reference() {
   register_reference_elementwise();
@@ -178,6 +180,8 @@ void register_reference() {
   register_reference_linalg();
   register_reference_index();
   register_reference_complex();
+  register_reference_conv();
+  register_reference_pool();
 }
 
 }  // namespace fx::backend

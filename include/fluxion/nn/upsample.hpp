@@ -1,0 +1,100 @@
+// Upsample (nearest or bilinear, integer scale factors) and PixelShuffle over the spatial axes
+// of an (N, C, ...) input, composed from views and index_select, so they differentiate to any
+// order with no rule of their own.
+//
+//   fx::Tensor x = fx::randn({2, 3, 8, 8});
+//   fx::Tensor a = fx::nn::Upsample({2, 2})(x);                                    // (2, 3, 16, 16)
+//   fx::Tensor b = fx::nn::Upsample({2, 2}, fx::nn::UpsampleMode::bilinear)(x);    // (2, 3, 16, 16)
+//   fx::Tensor c = fx::nn::PixelShuffle(2)(fx::randn({2, 12, 8, 8}));              // (2, 3, 16, 16)
+//
+// Bilinear (linear on 1-d, trilinear on 3-d inputs: one axis at a time) follows PyTorch's
+// align_corners = false: output o along an axis samples the input at (o + 0.5) / scale - 0.5,
+// clamped at 0, interpolating between its two neighbours (the last one repeated at the edge).
+// PixelShuffle(r) maps (N, C r^2, H, W) to (N, C, H r, W r) as PyTorch's pixel_shuffle.
+#pragma once
+#include <cmath>
+#include <cstdint>
+#include <vector>
+
+#include "fluxion/core/error.hpp"
+#include "fluxion/core/fields.hpp"
+#include "fluxion/ops/create.hpp"
+#include "fluxion/ops/elementwise.hpp"
+#include "fluxion/ops/index.hpp"
+#include "fluxion/ops/view.hpp"
+
+namespace fx::nn {
+
+enum class UpsampleMode { nearest, bilinear };
+
+struct Upsample {
+  std::vector<int64_t> scale;  // per spatial axis
+  UpsampleMode mode = UpsampleMode::nearest;
+  FX_FIELDS()  // no parameters: the hyperparameters are not walked
+  Upsample() = default;
+  explicit Upsample(std::vector<int64_t> scale, UpsampleMode mode = UpsampleMode::nearest)
+      : scale(std::move(scale)), mode(mode) {}
+
+  Tensor operator()(const Tensor& x) const {
+    FX_CHECK(x.defined() && x.ndim() == int64_t(scale.size()) + 2 && x.ndim() <= 5,
+             "fx::nn::Upsample: input ", x.defined() ? x.shape().to_string() : "undefined",
+             " must be (N, C, ...) with ", scale.size(), " spatial axes (one per scale factor)");
+    for (int64_t s : scale)
+      FX_CHECK(s >= 1, "fx::nn::Upsample: scale factors must be positive, got ", s);
+    Tensor y = x;
+    for (size_t a = 0; a < scale.size(); ++a)
+      y = mode == UpsampleMode::nearest ? nearest_axis(y, 2 + int64_t(a), scale[a])
+                                        : linear_axis(y, 2 + int64_t(a), scale[a]);
+    return y;
+  }
+
+ private:
+  // Each element repeated s times along axis: a size-s axis after it, expanded, then merged.
+  static Tensor nearest_axis(const Tensor& x, int64_t axis, int64_t s) {
+    if (s == 1) return x;
+    Tensor u = unsqueeze(x, axis + 1);
+    Shape big = u.shape();
+    big[axis + 1] = s;
+    Shape merged = x.shape();
+    merged[axis] *= s;
+    return reshape(contiguous(expand(u, big)), merged);
+  }
+  static Tensor linear_axis(const Tensor& x, int64_t axis, int64_t s) {
+    if (s == 1) return x;
+    const int64_t in = x.shape()[axis], out = in * s;
+    const size_t count = static_cast<size_t>(out);
+    std::vector<double> i0(count), i1(count), w1(count);
+    for (int64_t o = 0; o < out; ++o) {
+      const double src = std::max((double(o) + 0.5) / double(s) - 0.5, 0.0);
+      const int64_t lo = std::min(int64_t(std::floor(src)), in - 1);
+      i0[size_t(o)] = double(lo);
+      i1[size_t(o)] = double(std::min(lo + 1, in - 1));
+      w1[size_t(o)] = src - double(lo);
+    }
+    Shape ws(std::vector<int64_t>(size_t(x.ndim()), 1));
+    ws[axis] = out;
+    const Tensor lam = astype(reshape(from_vector(w1, {out}), ws), x.dtype());
+    const Tensor a = index_select(x, axis, astype(from_vector(i0, {out}), i64));
+    const Tensor b = index_select(x, axis, astype(from_vector(i1, {out}), i64));
+    return a + (b - a) * lam;
+  }
+};
+
+struct PixelShuffle {
+  int64_t r = 1;
+  FX_FIELDS()  // no parameters: the hyperparameters are not walked
+  PixelShuffle() = default;
+  explicit PixelShuffle(int64_t r) : r(r) {}
+  Tensor operator()(const Tensor& x) const {
+    FX_CHECK(r >= 1, "fx::nn::PixelShuffle: the factor must be positive, got ", r);
+    FX_CHECK(x.defined() && x.ndim() == 4 && x.shape()[1] % (r * r) == 0,
+             "fx::nn::PixelShuffle: input ", x.defined() ? x.shape().to_string() : "undefined",
+             " must be (N, C r^2, H, W) with r = ", r);
+    const int64_t n = x.shape()[0], c = x.shape()[1] / (r * r), h = x.shape()[2], w = x.shape()[3];
+    // (N, C, r, r, H, W) -> (N, C, H, r, W, r): y[n, c, h r + i, w r + j] = x[n, c r^2 + i r + j, h, w].
+    return reshape(permute(reshape(x, {n, c, r, r, h, w}), {0, 1, 4, 2, 5, 3}),
+                   {n, c, h * r, w * r});
+  }
+};
+
+}  // namespace fx::nn
