@@ -13,3 +13,4 @@
 #include "fluxion/nn/losses.hpp"
 #include "fluxion/nn/outputsize.hpp"
 #include "fluxion/nn/scale.hpp"
+#include "fluxion/nn/show.hpp"
