@@ -33,8 +33,8 @@ Dense::Dense(Tensor w, Tensor b, Activation act)
 // Flux's form: sizes as in => out, the activation unless identity, "; bias=false" without one.
 std::string Dense::fx_describe() const {
   if (!weight.defined()) return "Dense()";
-  std::string s = "Dense(" + std::to_string(in_features()) + " => " +
-                  std::to_string(out_features());
+  std::string s =
+      "Dense(" + std::to_string(in_features()) + " => " + std::to_string(out_features());
   if (act != static_cast<Activation>(identity)) {
     std::string_view name = activation_name(act);
     s += ", " + (name.empty() ? std::string("<function>") : std::string(name));

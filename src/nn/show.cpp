@@ -17,12 +17,23 @@ std::string_view activation_name(Activation f) {
   // Overloaded functions (softmax, leakyrelu, elu) are named through their one-argument form,
   // the one a layer stores.
   static const std::pair<Activation, std::string_view> known[] = {
-      {identity, "identity"}, {relu, "relu"},       {sigmoid, "sigmoid"},
-      {tanh, "tanh"},         {softplus, "softplus"}, {softmax, "softmax"},
-      {logsoftmax, "logsoftmax"}, {leakyrelu, "leakyrelu"}, {elu, "elu"},
-      {gelu, "gelu"},         {swish, "swish"},     {abs, "abs"},
-      {exp, "exp"},           {log, "log"},         {square, "square"},
-      {sqrt, "sqrt"},         {neg, "neg"},
+      {identity, "identity"},
+      {relu, "relu"},
+      {sigmoid, "sigmoid"},
+      {tanh, "tanh"},
+      {softplus, "softplus"},
+      {softmax, "softmax"},
+      {logsoftmax, "logsoftmax"},
+      {leakyrelu, "leakyrelu"},
+      {elu, "elu"},
+      {gelu, "gelu"},
+      {swish, "swish"},
+      {abs, "abs"},
+      {exp, "exp"},
+      {log, "log"},
+      {square, "square"},
+      {sqrt, "sqrt"},
+      {neg, "neg"},
   };
   for (const auto& [g, name] : known)
     if (g == f) return name;
@@ -97,8 +108,7 @@ std::string LeafStats::layer_comment() const {
 std::string LeafStats::total_comment() const {
   std::string s = "# Total: ";
   if (state_arrays == 0) {
-    s += plural(param_arrays, "array", "arrays") + ", " +
-         plural(params, "parameter", "parameters");
+    s += plural(param_arrays, "array", "arrays") + ", " + plural(params, "parameter", "parameters");
   } else {
     s += plural(param_arrays, "trainable array", "trainable arrays") + ", " +
          plural(params, "parameter", "parameters") + ", plus " +

@@ -52,9 +52,9 @@ TEST(Show, ChainListsEachLayerWithItsCountAndTheTotal) {
 }
 
 TEST(Show, NestedChainsFunctionsStateAndUserStructs) {
-  auto model = fx::nn::Chain(fx::nn::Chain(fx::nn::Dense(2, 3, fx::tanh, /*bias=*/false)),
-                             fx::Activation(fx::softmax),
-                             [](const fx::Tensor& x) { return x * 2.0; }, Norm{});
+  auto model = fx::nn::Chain(
+      fx::nn::Chain(fx::nn::Dense(2, 3, fx::tanh, /*bias=*/false)), fx::Activation(fx::softmax),
+      [](const fx::Tensor& x) { return x * 2.0; }, Norm{});
   EXPECT_EQ(fx::nn::summary(model),
             "Chain(\n"
             "  Chain(\n"
@@ -73,7 +73,8 @@ TEST(Show, BlockWithItsOwnTensorAndSingleLayers) {
             "  Dense(3 => 3),  # 12 parameters\n"
             "  gate (1,),      # 1 parameter\n"
             ")                 # Total: 3 arrays, 13 parameters, 52 bytes\n");
-  EXPECT_EQ(fx::nn::summary(fx::nn::Dense(3, 4, fx::gelu)), "Dense(3 => 4, gelu)  # 16 parameters\n");
+  EXPECT_EQ(fx::nn::summary(fx::nn::Dense(3, 4, fx::gelu)),
+            "Dense(3 => 4, gelu)  # 16 parameters\n");
   EXPECT_EQ(fx::nn::summary(fx::nn::Scale(5, fx::sigmoid, false)),
             "Scale(5, sigmoid; bias=false)  # 5 parameters\n");
   std::vector<fx::nn::Dense> layers = {fx::nn::Dense(1, 1), fx::nn::Dense(1, 2)};

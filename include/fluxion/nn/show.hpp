@@ -126,7 +126,9 @@ constexpr bool is_block() {
 
 template <class T>
 std::string describe(const T& x) {
-  if constexpr (requires { { x.fx_describe() } -> std::convertible_to<std::string>; }) {
+  if constexpr (requires {
+                  { x.fx_describe() } -> std::convertible_to<std::string>;
+                }) {
     return x.fx_describe();
   } else {
     std::string s = short_type_name(typeid(T)) + "(";
@@ -146,10 +148,10 @@ template <class T>
 void show_value(ShowLines& out, const T& x, int indent, const std::string& path, bool in_state);
 
 template <class Tie, size_t... I>
-void show_fields(ShowLines& out, const Tie& tie, std::string_view names, int indent,
-                 bool in_state, std::index_sequence<I...>) {
-  (show_value(out, std::get<I>(tie), indent,
-              std::string(fx::detail::field_name(names, I)), in_state),
+void show_fields(ShowLines& out, const Tie& tie, std::string_view names, int indent, bool in_state,
+                 std::index_sequence<I...>) {
+  (show_value(out, std::get<I>(tie), indent, std::string(fx::detail::field_name(names, I)),
+              in_state),
    ...);
 }
 template <class Tuple, size_t... I>
@@ -201,8 +203,7 @@ void show_value(ShowLines& out, const T& x, int indent, const std::string& path,
     for (size_t i = 0; i < x.size(); ++i)
       show_value(out, x[i], indent, fx::detail::join_path(path, std::to_string(i)), in_state);
   } else if constexpr (fx::detail::is_tuple_like<U>::value) {
-    show_elements(out, x, indent, path, in_state,
-                  std::make_index_sequence<std::tuple_size_v<U>>{});
+    show_elements(out, x, indent, path, in_state, std::make_index_sequence<std::tuple_size_v<U>>{});
   } else if constexpr (fx::detail::is_optional<U>::value) {
     if (x.has_value()) show_value(out, *x, indent, path, in_state);
   } else if constexpr (fx::detail::is_map<U>::value) {
@@ -218,9 +219,9 @@ void show_value(ShowLines& out, const T& x, int indent, const std::string& path,
   } else if constexpr (std::is_pointer_v<U> || std::is_function_v<U>) {
     out.add(indent_of(indent) + "<function>,");
   } else {
-    std::string name = short_type_name(typeid(U));  // a lambda or a function object
-    if (name.empty() || name[0] == '{')  // "{lambda(fx::Tensor const&)#1}"
-      name = "<lambda>";
+    // A function object by its type's name; a lambda's is "{lambda(fx::Tensor const&)#1}".
+    std::string name = short_type_name(typeid(U));
+    if (name.empty() || name[0] == '{') name = "<lambda>";
     out.add(indent_of(indent) + name + ",");
   }
 }
@@ -246,9 +247,7 @@ std::string summary(const M& model) {
 // a struct of one's own namespace prints through fx::nn::summary).
 template <class M>
   requires(HasFields<M> || HasState<M>)
-std::ostream& operator<<(std::ostream& os, const M& model) {
-  return os << summary(model);
-}
+std::ostream& operator<<(std::ostream& os, const M& model) { return os << summary(model); }
 
 // One row per defined tensor leaf, by dotted path (the names save/load and freeze use): shape,
 // dtype, count, "state" for non-trainable ones and "NaN"/"Inf" for bad values; then the totals.
