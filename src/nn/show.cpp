@@ -146,7 +146,10 @@ std::string short_type_name(const std::type_info& type) {
 
 std::string shape_text(const Tensor& t) {
   std::string s = t.shape().to_string();
-  if (t.dtype() != f32) s += " " + std::string(dtype_name(t.dtype()));
+  if (t.dtype() != f32) {
+    s += ' ';
+    s += dtype_name(t.dtype());
+  }
   return s;
 }
 
