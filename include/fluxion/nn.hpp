@@ -39,6 +39,7 @@
 #include "fluxion/nn/rnn.hpp"
 #include "fluxion/nn/rnn_cell.hpp"
 #include "fluxion/nn/scale.hpp"
+#include "fluxion/nn/show.hpp"
 #include "fluxion/nn/skipconnection.hpp"
 #include "fluxion/nn/upsample.hpp"
 #include "fluxion/nn/weightnorm.hpp"

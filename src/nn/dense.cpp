@@ -4,6 +4,7 @@
 #include <optional>
 
 #include "fluxion/nn/init.hpp"
+#include "fluxion/nn/show.hpp"
 #include "fluxion/ops/linalg.hpp"
 
 namespace fx::nn {
@@ -27,6 +28,18 @@ Dense::Dense(Tensor w, Tensor b, Activation act)
            bias.defined() ? bias.shape().to_string() : "", " does not match weight ",
            weight.shape(), " (expected (", weight.size(0), ",))");
   FX_CHECK(act != nullptr, "fx::nn::Dense: null activation");
+}
+
+// Flux's form: sizes as in => out, the activation unless identity, "; bias=false" without one.
+std::string Dense::fx_describe() const {
+  if (!weight.defined()) return "Dense()";
+  std::string s =
+      "Dense(" + std::to_string(in_features()) + " => " + std::to_string(out_features());
+  if (act != static_cast<Activation>(identity)) {
+    std::string_view name = activation_name(act);
+    s += ", " + (name.empty() ? std::string("<function>") : std::string(name));
+  }
+  return s + (bias.defined() ? ")" : "; bias=false)");
 }
 
 namespace {

@@ -175,7 +175,7 @@ TEST(LSTM, BadShapesNameTheLayerAndShapes) {
 
 TEST(LSTM, ParametersArePathsOfCellsAndRunOnTheMetaDevice) {
   auto lstm = fx::nn::LSTM(3, 4, {.bidirectional = true, .trainable_state = true});
-  const std::string s = fx::nn::summary(lstm);
+  const std::string s = fx::nn::parameter_table(lstm);
   for (const char* path : {"cells.0.weight_ih", "cells.1.bias_hh", "h0", "c0"})
     EXPECT_NE(s.find(path), std::string::npos) << path;
   // Shapes without data: the meta device runs the layer's ops on shapes alone.

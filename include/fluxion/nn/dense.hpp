@@ -14,6 +14,7 @@
 // dimensions: (N, T, in) -> (N, T, out) and a single sample (in,) -> (out,) work too.
 #pragma once
 #include <cstdint>
+#include <string>
 
 #include "fluxion/core/fields.hpp"
 #include "fluxion/nn/activations.hpp"
@@ -35,6 +36,7 @@ struct Dense {
   Tensor operator()(const Tensor& x) const;
   int64_t in_features() const { return weight.size(1); }
   int64_t out_features() const { return weight.size(0); }
+  std::string fx_describe() const;  // "Dense(784 => 256, relu)": its line in fx::nn::summary
 };
 
 }  // namespace fx::nn

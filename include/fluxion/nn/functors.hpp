@@ -1,5 +1,6 @@
-// Walking a model's structure: the parameters as a list, their count, a copy with every tensor
-// transformed, and a printed summary. All of it comes from the FX_FIELDS each layer declares.
+// Walking a model's structure: the parameters as a list, their count, and a copy with every
+// tensor transformed. All of it comes from the FX_FIELDS each layer declares; printing a model
+// (fx::nn::summary, operator<<) is in fluxion/nn/show.hpp.
 //
 //   auto model = fx::nn::Chain(fx::nn::Dense(784, 256, fx::relu), fx::nn::Dense(256, 10));
 //   std::vector<fx::Tensor> ps = fx::nn::trainables(model);     // weight, bias, weight, bias
@@ -8,7 +9,6 @@
 //   auto grad = fx::nn::fmap([](const fx::Tensor& t) { return fx::ones_like(t); }, model);
 //   auto step = fx::nn::fmap([](const fx::Tensor& p, const fx::Tensor& g) { return p - 0.1 * g; },
 //                            model, grad);                       // several models in lockstep
-//   std::cout << fx::nn::summary(model);
 //
 // trainables returns handles that share storage with the model, in the order every walker
 // (gradients, optimiser state, save/load) visits the leaves. Undefined leaves (a Dense without
@@ -58,27 +58,6 @@ M fmap(F&& f, const M& x, const Ms&... ys) {
       },
       out, ys...);
   return out;
-}
-
-// One line per defined tensor leaf (path, shape, dtype, count), then the total of trainables.
-template <class M>
-std::string summary(const M& model) {
-  require_traversable<M, "fx::nn::summary">();
-  std::vector<std::pair<std::string, const Tensor*>> rows;
-  for_each_named_tensor(model, [&](const std::string& name, const Tensor& t) {
-    if (t.defined()) rows.emplace_back(name.empty() ? std::string("(tensor)") : name, &t);
-  });
-  size_t width = 0;
-  for (auto& [name, t] : rows) width = std::max(width, name.size());
-  std::string s;
-  for (auto& [name, t] : rows) {
-    std::string shape = t->shape().to_string();
-    s += "  " + name + std::string(width - name.size() + 2, ' ') + shape +
-         std::string(shape.size() < 14 ? 14 - shape.size() : 1, ' ') + dtype_name(t->dtype()) +
-         "  " + std::to_string(t->numel()) + "\n";
-  }
-  s += "Total: " + std::to_string(parameter_count(model)) + " parameters\n";
-  return s;
 }
 
 }  // namespace fx::nn

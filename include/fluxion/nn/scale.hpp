@@ -12,10 +12,12 @@
 // which every walker (gradients, optimisers, save/load) skips.
 #pragma once
 #include <cstdint>
+#include <string>
 
 #include "fluxion/core/error.hpp"
 #include "fluxion/core/fields.hpp"
 #include "fluxion/nn/activations.hpp"
+#include "fluxion/nn/show.hpp"
 #include "fluxion/ops/create.hpp"
 #include "fluxion/ops/elementwise.hpp"
 
@@ -40,6 +42,17 @@ struct Scale {
     Tensor y = x * scale;  // broadcasts over the leading (batch) axes
     if (bias.defined()) y = y + bias;
     return act(y);
+  }
+
+  // "Scale(4, tanh)", as Flux writes it: its line in fx::nn::summary.
+  std::string fx_describe() const {
+    if (!scale.defined()) return "Scale()";
+    std::string s = "Scale(" + std::to_string(scale.size(0));
+    if (act != static_cast<Activation>(identity)) {
+      std::string_view name = activation_name(act);
+      s += ", " + (name.empty() ? std::string("<function>") : std::string(name));
+    }
+    return s + (bias.defined() ? ")" : "; bias=false)");
   }
 };
 

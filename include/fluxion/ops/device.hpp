@@ -18,17 +18,15 @@ namespace fx {
 // x on `device`: x itself when it is there already, otherwise a contiguous copy.
 Tensor to(const Tensor& x, Device device);
 
-// A copy of `model` (any struct the traversal knows, FX_FIELDS state included) with every tensor
-// on `device`.
+// A copy of `model` (any struct the traversal knows) with every tensor on `device`: its
+// FX_FIELDS and its FX_STATE (a running mean left behind would break the model's forward pass).
 template <class M>
   requires(!std::is_same_v<std::decay_t<M>, Tensor>)
 M to(const M& model, Device device) {
   M out = model;
-  zip_tensors(
-      [&](Tensor& t) {
-        if (t.defined()) t = to(t, device);
-      },
-      out);
+  for_each_leaf(out, [&](Tensor& t) {
+    if (t.defined()) t = to(t, device);
+  });
   return out;
 }
 
