@@ -4,6 +4,7 @@
 #include <fluxion/nn/functors.hpp>
 #include <fluxion/nn/losses.hpp>
 #include <fluxion/nn/lstm.hpp>
+#include <fluxion/nn/show.hpp>
 #include <fluxion/ops.hpp>
 #include <fluxion/optim.hpp>
 #include <fluxion/testing.hpp>
