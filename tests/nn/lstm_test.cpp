@@ -133,6 +133,18 @@ TEST(LSTM, DropoutActsBetweenLayersOnlyWhileTraining) {
   auto x = fx::randn({4, 5, 3}, gen);
   auto plain = lstm;
   plain.dropout = 0;
+  // Automatic mode: no dropout outside a gradient, dropout inside one.
+  EXPECT_TRUE(fx::allclose(lstm(x).first, plain(x).first, 0, 0));
+  fx::Tensor inside, inside_plain;
+  (void)fx::gradient(
+      [&](const fx::Tensor& v) {
+        inside = lstm(v).first;
+        inside_plain = plain(v).first;
+        return fx::sum(inside);
+      },
+      x);
+  EXPECT_FALSE(fx::allclose(inside, inside_plain, 1e-5, 1e-5));
+  trainmode(lstm);
   auto [ya, sa] = lstm(x);
   EXPECT_FALSE(fx::allclose(ya, plain(x).first, 1e-5, 1e-5));
   testmode(lstm);
