@@ -23,7 +23,7 @@ Tensor batched_input(const BatchArgs& a, size_t i) {
 Params shifted_axis_params(const BatchArgs& a, int k) {
   Params p = a.params;
   p.i[k] += 1;
-  p.shape = with_batch(a.size, p.shape);
+  if (p.shape.size() > 0) p.shape = with_batch(a.size, p.shape);  // concat and fft have none
   return p;
 }
 

@@ -14,8 +14,9 @@ Tensor batch_elementwise(const Primitive& p, const BatchArgs& a);
 // Reductions (params: i[0] the axes mask, shape the input's shape): the mask moves past the
 // batch axis.
 Tensor batch_reduce(const Primitive& p, const BatchArgs& a);
-// Primitives whose params.i[0] is an axis and params.shape a whole operand's shape (slice and
-// its adjoints, gather, scatter_add, fft): every input gets the batch, the axis moves past it.
+// Primitives whose params.i[0] is an axis and params.shape, if set, a whole operand's shape
+// (slice and its adjoints, gather, scatter_add, concat, fft): every input gets the batch, the
+// axis moves past it.
 Tensor batch_along_axis(const Primitive& p, const BatchArgs& a);
 // Any primitive, example by example: each batched input's slice, the primitive bound on it, the
 // results stacked. What vmap does for a primitive without a rule.
@@ -25,7 +26,7 @@ Tensor batch_by_loop(const Primitive& p, const BatchArgs& a);
 Tensor batched_input(const BatchArgs& a, size_t i);
 // (b, s...)
 Shape with_batch(int64_t b, const Shape& s);
-// params with axis field i[k] moved past the batch axis and params.shape given the batch.
+// params with axis field i[k] moved past the batch axis and params.shape, if set, given the batch.
 Params shifted_axis_params(const BatchArgs& a, int k = 0);
 
 }  // namespace fx::detail

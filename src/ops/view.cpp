@@ -94,13 +94,6 @@ Tensor expand_batch(const Primitive&, const BatchArgs& a) {
   }
   return expand(x, detail::with_batch(a.size, a.params.shape));
 }
-Tensor concat_batch(const Primitive& p, const BatchArgs& a) {
-  std::vector<Tensor> in;
-  for (size_t i = 0; i < a.in.size(); ++i) in.push_back(detail::batched_input(a, i));
-  Params q = a.params;
-  q.i[0] += 1;
-  return bind(p, std::span<const Tensor>(in), q);
-}
 
 }  // namespace
 
@@ -189,7 +182,7 @@ for (size_t i = 0; i < p.list.size(); ++i) {
   at += p.list[i];
 }
 }
-, .jvp = linear_jvp, .batch = concat_batch
+, .jvp = linear_jvp, .batch = detail::batch_along_axis
 }
 ;
 #undef FX_PULLBACK
