@@ -8,6 +8,13 @@
 namespace fx::ad::detail {
 namespace {
 
+// What the first run gave: the recomputation must give the same shape and dtype.
+struct CheckpointAttrs {
+  Shape shape;
+  DType dtype = DType::f32;
+  FX_ATTRS(CheckpointAttrs, shape, dtype)
+};
+
 void checkpoint_pullback(const PullbackArgs& a, const Tensor& dy, Tensor* dx) {
   const auto& c = static_cast<const CheckpointImpl&>(a.primitive());
   for (size_t i = 0; i < c.leaves.size(); ++i) {
@@ -24,7 +31,7 @@ void checkpoint_pullback(const PullbackArgs& a, const Tensor& dy, Tensor* dx) {
   for (size_t i = 0; i < xs.size(); ++i) xs[i] = rec.track(c.leaves[i]);
   Tensor y = c.run(xs);
   rec.end();
-  const Params& first = a.params();
+  const CheckpointAttrs& first = a.attrs<CheckpointAttrs>();
   FX_CHECK(y.defined() && y.shape() == first.shape && y.dtype() == first.dtype,
            "fx::checkpointed: running the function again gave ",
            y.defined() ? std::string(dtype_name(y.dtype())) + " " + y.shape().to_string()
@@ -64,10 +71,7 @@ Tensor apply_checkpoint(std::shared_ptr<CheckpointImpl> c) {
            "lost");
   std::copy(c->leaves.begin(), c->leaves.end(), in.begin());
   in.back() = std::move(y);
-  Params p;
-  p.shape = in.back().shape();
-  p.dtype = in.back().dtype();
-  return bind_rule(*c, in, c, p);
+  return bind_rule(*c, in, c, CheckpointAttrs{in.back().shape(), in.back().dtype()});
 }
 
 }  // namespace fx::ad::detail

@@ -118,15 +118,15 @@ bool RuleCall::clean(const Tensor& t) const {
 
 Tensor detach(const Tensor& x) { return x.defined() ? untagged_view(x) : x; }
 
-Tensor rule_forward(const Primitive&, std::span<const Tensor> in, const Params&) {
+Tensor rule_forward(const Primitive&, std::span<const Tensor> in, Attrs) {
   return detach(in.back());
 }
 
 Tensor rule_jvp(const JvpArgs& args, const Tensor* dx) { return dx[args.num_inputs() - 1]; }
 
 Tensor bind_rule(const Primitive& p, std::span<const Tensor> in,
-                 const std::shared_ptr<const void>& owner, const Params& params) {
-  Tensor out = bind(p, in, params);
+                 const std::shared_ptr<const void>& owner, Attrs attrs) {
+  Tensor out = bind(p, in, attrs);
   if (out.impl()->ntags != 0) keep_alive(out, owner);
   return out;
 }

@@ -2,6 +2,7 @@
 #include "fluxion/ad/tape.hpp"
 
 #include <atomic>
+#include <cstring>
 
 #include "fluxion/ad/anomaly.hpp"
 #include "fluxion/ops/create.hpp"
@@ -24,24 +25,24 @@ constexpr uint32_t kNoSlot = UINT32_MAX;
 struct Node {
   // Constructed in place by emplace_back: a Node built on the stack and copied in stalled on
   // store forwarding, and a value-initialised one was zeroed only to be overwritten.
-  Node(const Primitive* p, const Params& pr, uint32_t out, uint32_t in, uint32_t saved, uint32_t n,
-       uint32_t lb, uint32_t ll)
+  Node(const Primitive* p, const AttrType* at, uint32_t out, uint32_t in, uint32_t saved,
+       uint32_t n, uint32_t ab, uint32_t lb)
       : prim(p),
-        params(pr),
+        attr_type(at),
         out_slot(out),
         in_begin(in),
         saved_begin(saved),
         nin(n),
-        list_begin(lb),
-        list_len(ll) {}
+        attr_begin(ab),
+        list_begin(lb) {}
   const Primitive* prim;
-  Params params;
+  const AttrType* attr_type;  // null: no attributes
   uint32_t out_slot;
   uint32_t in_begin;
   uint32_t saved_begin;
   uint32_t nin;
-  uint32_t list_begin;  // params.list lives in tape.ints[list_begin .. + list_len)
-  uint32_t list_len;
+  uint32_t attr_begin;  // the attributes' bytes live in tape.attr_words[attr_begin ..)
+  uint32_t list_begin;  // their IntList's ints in tape.ints[list_begin ..), repointed at backward
 };
 
 std::atomic<uint32_t> next_generation{1};
@@ -61,6 +62,7 @@ class Tape {
   std::vector<uint32_t> in_slots;
   std::vector<Tensor> saved;
   std::vector<uint32_t> saved_versions;  // storage version of each saved tensor when saved
+  std::vector<uint64_t> attr_words;
   std::vector<int64_t> ints;
   std::vector<std::shared_ptr<const void>> owners;  // run-time rules its nodes point into
 
@@ -71,6 +73,7 @@ class Tape {
     in_slots.clear();
     saved.clear();
     saved_versions.clear();
+    attr_words.clear();
     ints.clear();
     tangents.clear();
     forward = false;
@@ -126,8 +129,7 @@ uint32_t input_slot(const Tensor& x, uint32_t gen, const Primitive& p) {
   return kNoSlot;
 }
 
-void record_on(Tape& t, const Primitive& p, std::span<const Tensor> in, Tensor& out,
-               const Params& params) {
+void record_on(Tape& t, const Primitive& p, std::span<const Tensor> in, Tensor& out, Attrs attrs) {
   const size_t nin = in.size();
   // Slots are looked up before anything is appended, so an untracked call touches no vector.
   uint32_t small[8];
@@ -141,11 +143,18 @@ void record_on(Tape& t, const Primitive& p, std::span<const Tensor> in, Tensor& 
   if (!any) return;
   const uint32_t in_begin = uint32_t(t.in_slots.size());
   const uint32_t saved_begin = uint32_t(t.saved.size());
-  Node& n = t.nodes.emplace_back(&p, params, t.nslots++, in_begin, saved_begin, uint32_t(nin),
-                                 uint32_t(t.ints.size()), uint32_t(params.list.size()));
-  if (!params.list.empty()) {
-    t.ints.insert(t.ints.end(), params.list.begin(), params.list.end());
-    n.params.list = {};  // repointed at backward time: the vector may still grow
+  Node& n = t.nodes.emplace_back(&p, attrs.type(), t.nslots++, in_begin, saved_begin, uint32_t(nin),
+                                 uint32_t(t.attr_words.size()), uint32_t(t.ints.size()));
+  if (const AttrType* at = attrs.type()) {
+    // As bytes: attribute structs are trivially copyable. A list's ints are copied beside them
+    // (the struct's view is repointed at backward time: the vectors may still grow).
+    const size_t begin = t.attr_words.size();
+    t.attr_words.resize(begin + (at->size + 7) / 8);
+    std::memcpy(&t.attr_words[begin], attrs.data(), at->size);
+    if (IntList* l = at->list(&t.attr_words[begin])) {
+      t.ints.insert(t.ints.end(), l->begin(), l->end());
+      l->data = nullptr;
+    }
   }
   // Element by element: push_back with capacity to spare is a compare and a store, where
   // insert() and resize() took the general paths (and a memset call) for two or three entries.
@@ -174,7 +183,7 @@ void record_on(Tape& t, const Primitive& p, std::span<const Tensor> in, Tensor& 
 // Forward mode at `level`: the output's tangent from the inputs' tangents, computed with only
 // the outer levels recording (so the pushforward's own ops are differentiated by them alone).
 void forward_on(Tape& t, int level, const Primitive& p, std::span<const Tensor> in, Tensor& out,
-                const Params& params) {
+                Attrs attrs) {
   Tensor small[8];
   std::vector<Tensor> big;
   Tensor* dx = in.size() <= 8 ? small : (big.resize(in.size()), big.data());
@@ -193,7 +202,7 @@ void forward_on(Tape& t, int level, const Primitive& p, std::span<const Tensor> 
     ~DepthGuard() { detail::recording_depth = saved; }
   } guard;
   detail::recording_depth = level;
-  Tensor dy = p.jvp(JvpArgs(p, in, out, params), dx);
+  Tensor dy = p.jvp(JvpArgs(p, in, out, attrs), dx);
   detail::recording_depth = guard.saved;
   uint32_t slot = t.nslots++;
   t.tangents.push_back(std::move(dy));
@@ -216,7 +225,7 @@ void accumulate(Tensor& g, Tensor&& c) {
   }
   if (g.dtype() == c.dtype() && g.shape() == c.shape() && writable_in_place(g)) {
     detail::BorrowedTensors in({g, c});
-    dispatch({add_p, in.span(), g, Params{}});
+    dispatch({add_p, in.span(), g, {}});
     return;
   }
   g = add(g, c);
@@ -259,22 +268,22 @@ namespace {
 // Inlined into both entry points: record() is on every recorded op's path.
 [[gnu::always_inline]] inline void record_from(int from, const Primitive& p,
                                                std::span<const Tensor> in, Tensor& out,
-                                               const Params& params) {
+                                               Attrs attrs) {
   if (!is_inexact(out.dtype())) return;
   const int depth = recording_depth;
   for (int level = from; level < depth; ++level) {
     ad::Tape& t = *ad::active_tapes[level];
-    if (t.forward) ad::forward_on(t, level, p, in, out, params);
-    else ad::record_on(t, p, in, out, params);
+    if (t.forward) ad::forward_on(t, level, p, in, out, attrs);
+    else ad::record_on(t, p, in, out, attrs);
   }
 }
 }  // namespace
-void record(const Primitive& p, std::span<const Tensor> in, Tensor& out, const Params& params) {
-  record_from(0, p, in, out, params);
+void record(const Primitive& p, std::span<const Tensor> in, Tensor& out, Attrs attrs) {
+  record_from(0, p, in, out, attrs);
 }
 void record_levels(int from, const Primitive& p, std::span<const Tensor> in, Tensor& out,
-                   const Params& params) {
-  record_from(from, p, in, out, params);
+                   Attrs attrs) {
+  record_from(from, p, in, out, attrs);
 }
 }  // namespace detail
 
@@ -403,19 +412,15 @@ std::vector<Tensor> Recording::sweep(const Tensor& y, const Tensor& dy, bool onc
   }
   Tensor dx[64];
   std::vector<Tensor> dx_big;
-  Params with_list;  // hoisted: most nodes have no list, and zeroing a Params per node showed up
   for (size_t k = t.nodes.size(); k-- > 0;) {
     const Node& n = t.nodes[k];
     // An intermediate's cotangent is consumed here: moving it out frees it early and saves a
     // handle copy (an atomic increment and decrement).
     Tensor g = n.out_slot >= nleaves_ ? std::move(grads[n.out_slot]) : grads[n.out_slot];
     if (!g.defined()) continue;
-    const Params* params = &n.params;
-    if (n.list_len) {
-      with_list = n.params;
-      with_list.list = {t.ints.data() + n.list_begin, n.list_len};
-      params = &with_list;
-    }
+    void* attr_data = n.attr_type ? &t.attr_words[n.attr_begin] : nullptr;
+    if (n.attr_type)
+      if (IntList* l = n.attr_type->list(attr_data)) l->data = t.ints.data() + n.list_begin;
     uint64_t wants = 0;
     for (uint32_t i = 0; i < n.nin; ++i)
       if (t.in_slots[n.in_begin + i] != kNoSlot) wants |= i < 64 ? uint64_t(1) << i : 0;
@@ -430,7 +435,7 @@ std::vector<Tensor> Recording::sweep(const Tensor& y, const Tensor& dy, bool onc
           "before writing, or write a new tensor instead");
     }
     Tensor* out = n.nin <= 64 ? dx : (dx_big.assign(n.nin, Tensor()), dx_big.data());
-    PullbackArgs args(*n.prim, saved, saved[n.nin], *params, wants);
+    PullbackArgs args(*n.prim, saved, saved[n.nin], Attrs(n.attr_type, attr_data), wants);
     args.set_accumulators(grads.data(), &t.in_slots[n.in_begin]);
     if (once) args.set_reusable(saved);
     if (detail::anomaly_checks) [[unlikely]]

@@ -12,13 +12,13 @@ namespace fx {
 namespace detail {
 namespace {
 
-Tensor bind_traced(const Primitive& p, std::span<const Tensor> in, const Params& params);
+Tensor bind_traced(const Primitive& p, std::span<const Tensor> in, Attrs attrs);
 
 // The trace is the interpreter at the bottom of the stack (nothing may sit under it).
 struct TraceState final : Interpreter {
   TraceState(Graph* g) : graph(g) {}
-  Tensor process(const Primitive& p, std::span<const Tensor> in, const Params& params) override {
-    return bind_traced(p, in, params);
+  Tensor process(const Primitive& p, std::span<const Tensor> in, Attrs attrs) override {
+    return bind_traced(p, in, attrs);
   }
   Graph* graph;
   std::unordered_map<const TensorImpl*, int> ids;
@@ -78,22 +78,20 @@ int value_of(TraceState& s, const Tensor& x, Tensor& standin) {
 // bind under fx::trace: inputs not yet traced become constants of the graph, the forward runs on
 // the meta device (shapes only), the application becomes an equation, and any tape recording
 // above the trace records it as usual.
-Tensor bind_traced(const Primitive& p, std::span<const Tensor> in, const Params& params) {
+Tensor bind_traced(const Primitive& p, std::span<const Tensor> in, Attrs attrs) {
   TraceState& s = *current;
-  Graph::Equation eq{&p, {}, params, {}, -1};
+  Graph::Equation eq{&p, {}, AttrStore(attrs), -1};
   std::vector<Tensor> standins(in.size());
   eq.inputs.reserve(in.size());
   for (size_t i = 0; i < in.size(); ++i)
     eq.inputs.push_back(in[i].defined() ? value_of(s, in[i], standins[i]) : -1);
-  eq.list.assign(params.list.begin(), params.list.end());
   const std::span<const Tensor> args(standins);
-  Tensor out = p.forward(p, args, params);
+  Tensor out = p.forward(p, args, attrs);
   FX_CHECK(!out.device().has_data(), "fx::trace: primitive '", p.name,
            "' made a tensor with data from traced inputs");
   eq.output = new_value(s, out);
-  eq.params.list = {};  // the list lives in eq.list; run() points params at it
   s.graph->equations.push_back(std::move(eq));
-  if (recording_depth != 0 && p.pullback) record(p, args, out, params);
+  if (recording_depth != 0 && p.pullback) record(p, args, out, attrs);
   return out;
 }
 
@@ -163,9 +161,7 @@ std::vector<Tensor> Graph::run(const std::vector<Tensor>& args) const {
   for (const Equation& eq : equations) {
     in.clear();
     for (int id : eq.inputs) in.push_back(id >= 0 ? v[size_t(id)] : Tensor());
-    Params params = eq.params;
-    params.list = eq.list;
-    v[size_t(eq.output)] = bind(*eq.prim, std::span<const Tensor>(in), params);
+    v[size_t(eq.output)] = bind(*eq.prim, std::span<const Tensor>(in), eq.attrs.view());
   }
   std::vector<Tensor> out;
   for (int id : outputs) out.push_back(v[size_t(id)]);
@@ -173,25 +169,6 @@ std::vector<Tensor> Graph::run(const std::vector<Tensor>& args) const {
 }
 
 namespace {
-void print_params(std::ostream& os, const Params& p) {
-  std::string sep;
-  auto item = [&](const char* name, const auto& value) {
-    os << sep << name << "=" << value;
-    sep = " ";
-  };
-  if (p.i[0] || p.i[1] || p.i[2] || p.i[3])
-    item("i", "[" + std::to_string(p.i[0]) + "," + std::to_string(p.i[1]) + "," +
-                  std::to_string(p.i[2]) + "," + std::to_string(p.i[3]) + "]");
-  if (p.s != 0) item("s", p.s);
-  if (p.shape.size() > 0) item("shape", p.shape);
-  if (!p.list.empty()) {
-    std::string l = "[";
-    for (size_t k = 0; k < p.list.size(); ++k) l += (k ? "," : "") + std::to_string(p.list[k]);
-    item("list", l + "]");
-  }
-  if (p.dtype != DType::f32) item("dtype", dtype_name(p.dtype));
-}
-
 std::string type_of(const Graph::Value& v) {
   std::ostringstream os;
   os << dtype_name(v.dtype) << "[";
@@ -219,9 +196,7 @@ std::string Graph::to_string() const {
     for (size_t k = 0; k < eq.inputs.size(); ++k) os << (k ? ", " : "") << name(eq.inputs[k]);
     os << ")";
     std::ostringstream attrs;
-    Params params = eq.params;
-    params.list = eq.list;
-    print_params(attrs, params);
+    attrs << eq.attrs.view();
     if (!attrs.str().empty()) os << " {" << attrs.str() << "}";
     os << "\n";
   }

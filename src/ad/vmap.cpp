@@ -65,7 +65,7 @@ class BatchInterpreter final : public Interpreter {
          " escaped the fx::vmap that made it (kept past its end, or from an inner vmap)");
   }
 
-  Tensor process(const Primitive& p, std::span<const Tensor> in, const Params& params) override {
+  Tensor process(const Primitive& p, std::span<const Tensor> in, Attrs attrs) override {
     std::vector<Tensor> stored(in.begin(), in.end());
     uint64_t mask = 0;
     for (size_t i = 0; i < in.size(); ++i) {
@@ -85,15 +85,15 @@ class BatchInterpreter final : public Interpreter {
       Tensor out;
       {
         const CutInterpreters cut(this, tape_base);
-        out = bind(p, in, params);
+        out = bind(p, in, attrs);
       }
-      if (recording_depth > tape_base && p.pullback) record_levels(tape_base, p, in, out, params);
+      if (recording_depth > tape_base && p.pullback) record_levels(tape_base, p, in, out, attrs);
       return out;
     }
     Tensor out_stored;
     {
       const CutInterpreters cut(this, tape_base);
-      const BatchArgs args{stored, mask, size, params};
+      const BatchArgs args{stored, mask, size, attrs};
       out_stored = p.batch ? p.batch(p, args) : batch_by_loop(p, args);
     }
     FX_CHECK(out_stored.defined() && out_stored.ndim() >= 1 && out_stored.shape()[0] == size,
@@ -101,7 +101,7 @@ class BatchInterpreter final : public Interpreter {
              out_stored.defined() ? out_stored.shape().to_string() : "nothing", " for a batch of ",
              size);
     Tensor out = wrap(out_stored);
-    if (recording_depth > tape_base && p.pullback) record_levels(tape_base, p, in, out, params);
+    if (recording_depth > tape_base && p.pullback) record_levels(tape_base, p, in, out, attrs);
     return out;
   }
 };

@@ -30,7 +30,7 @@ FX_UNARY(Abs, false, false, x < T(0) ? T(-x) : x)
 FX_UNARY(Sign, false, false, T((x > T(0)) - (x < T(0))))
 #undef FX_UNARY
 
-// Unary with a number operand s (Params::s).
+// Unary with a number operand s (ScalarAttrs::s).
 #define FX_SCALAR(Name, floating, cplx, expr)       \
   struct Name {                                     \
     static constexpr bool floating_only = floating; \

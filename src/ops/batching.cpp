@@ -20,13 +20,6 @@ Tensor batched_input(const BatchArgs& a, size_t i) {
   return expand(unsqueeze(x, 0), with_batch(a.size, x.shape()));
 }
 
-Params shifted_axis_params(const BatchArgs& a, int k) {
-  Params p = a.params;
-  p.i[k] += 1;
-  if (p.shape.size() > 0) p.shape = with_batch(a.size, p.shape);  // concat and fft have none
-  return p;
-}
-
 Tensor batch_elementwise(const Primitive& p, const BatchArgs& a) {
   const size_t n = a.in.size();
   int rank = 0;
@@ -48,20 +41,20 @@ Tensor batch_elementwise(const Primitive& p, const BatchArgs& a) {
   }
   for (Tensor& x : in)
     if (x.defined()) x = expand(x, common);
-  return bind(p, std::span<const Tensor>(in), a.params);
+  return bind(p, std::span<const Tensor>(in), a.attrs);
 }
 
 Tensor batch_reduce(const Primitive& p, const BatchArgs& a) {
-  Params q = a.params;
-  q.i[0] = int64_t(uint64_t(a.params.i[0]) << 1);
-  q.shape = with_batch(a.size, a.params.shape);
+  ReduceAttrs q = a.attrs.get<ReduceAttrs>();
+  q.axes <<= 1;
+  q.input_shape = with_batch(a.size, q.input_shape);
   return bind(p, {a.in[0]}, q);
 }
 
-Tensor batch_along_axis(const Primitive& p, const BatchArgs& a) {
+std::vector<Tensor> batched_inputs(const BatchArgs& a) {
   std::vector<Tensor> in;
   for (size_t i = 0; i < a.in.size(); ++i) in.push_back(batched_input(a, i));
-  return bind(p, std::span<const Tensor>(in), shifted_axis_params(a));
+  return in;
 }
 
 Tensor batch_by_loop(const Primitive& p, const BatchArgs& a) {
@@ -70,7 +63,7 @@ Tensor batch_by_loop(const Primitive& p, const BatchArgs& a) {
   for (int64_t b = 0; b < a.size; ++b) {
     for (size_t i = 0; i < in.size(); ++i)
       in[i] = a.is_batched(i) ? select(a.in[i], 0, b) : a.in[i];
-    outs.push_back(bind(p, std::span<const Tensor>(in), a.params));
+    outs.push_back(bind(p, std::span<const Tensor>(in), a.attrs));
   }
   return stack(outs, 0);
 }

@@ -3,6 +3,8 @@
 // whole batch with public ops or bind; primitives with a rule of their own define it beside
 // their pullback.
 #pragma once
+#include <vector>
+
 #include "fluxion/ops/primitive.hpp"
 
 namespace fx::detail {
@@ -11,13 +13,10 @@ namespace fx::detail {
 // broadcasts them, so each batched input gets size-1 axes after its batch axis up to the
 // largest logical rank, and every input is expanded to the common stored shape.
 Tensor batch_elementwise(const Primitive& p, const BatchArgs& a);
-// Reductions (params: i[0] the axes mask, shape the input's shape): the mask moves past the
-// batch axis.
+// Reductions (ReduceAttrs): the mask moves past the batch axis.
 Tensor batch_reduce(const Primitive& p, const BatchArgs& a);
-// Primitives whose params.i[0] is an axis and params.shape, if set, a whole operand's shape
-// (slice and its adjoints, gather, scatter_add, concat, fft): every input gets the batch, the
-// axis moves past it.
-Tensor batch_along_axis(const Primitive& p, const BatchArgs& a);
+// Every input with the batch on axis 0 (batched_input of each).
+std::vector<Tensor> batched_inputs(const BatchArgs& a);
 // Any primitive, example by example: each batched input's slice, the primitive bound on it, the
 // results stacked. What vmap does for a primitive without a rule.
 Tensor batch_by_loop(const Primitive& p, const BatchArgs& a);
@@ -26,7 +25,18 @@ Tensor batch_by_loop(const Primitive& p, const BatchArgs& a);
 Tensor batched_input(const BatchArgs& a, size_t i);
 // (b, s...)
 Shape with_batch(int64_t b, const Shape& s);
-// params with axis field i[k] moved past the batch axis and params.shape, if set, given the batch.
-Params shifted_axis_params(const BatchArgs& a, int k = 0);
+
+// Primitives whose attributes A name an axis and, optionally, a whole operand's shape (slice and
+// its adjoints, gather, scatter_add, concat, fft): every input gets the batch, the axis moves
+// past it and the shape, if set, gains the batch.
+template <class A>
+Tensor batch_along_axis(const Primitive& p, const BatchArgs& a) {
+  A q = a.attrs.get<A>();
+  q.axis += 1;
+  if constexpr (requires { q.shape; })
+    if (q.shape.size() > 0) q.shape = with_batch(a.size, q.shape);
+  const std::vector<Tensor> in = batched_inputs(a);
+  return bind(p, std::span<const Tensor>(in), q);
+}
 
 }  // namespace fx::detail

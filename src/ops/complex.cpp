@@ -15,10 +15,9 @@ namespace fx {
 namespace {
 
 // A complex input's parts as real tensors, output shaped and typed by `dtype`.
-Tensor complex_to_real_forward(const Primitive& p, std::span<const Tensor> in,
-                               const Params& params) {
+Tensor complex_to_real_forward(const Primitive& p, std::span<const Tensor> in, Attrs attrs) {
   Tensor out = Tensor::empty(in[0].shape(), real_dtype(in[0].dtype()), output_device(in));
-  dispatch({p, in, out, params});
+  dispatch({p, in, out, attrs});
   return out;
 }
 
@@ -88,7 +87,7 @@ Primitive complex_abs_p{.name = "complex_abs",
 // re + i im from two real tensors of one shape and dtype.
 Primitive complex_p{.name = "complex",
                     .forward =
-                        [](const Primitive& p, std::span<const Tensor> in, const Params& pr) {
+                        [](const Primitive& p, std::span<const Tensor> in, Attrs pr) {
                           Tensor out = Tensor::empty(in[0].shape(), complex_dtype(in[0].dtype()),
                                                      output_device(in));
                           dispatch({p, in, out, pr});

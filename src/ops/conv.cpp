@@ -18,20 +18,21 @@ namespace fx {
 
 namespace {
 
+using conv_detail::ConvAttrs;
 using conv_detail::Geometry;
 
 // The same geometry for another of the three primitives: out_shape is the adjoints' output
 // shape; the bias flag is off (only conv_p's own application has a bias).
-Params with_shape(const Params& p, const Shape& out_shape) {
-  Params q = p;
+ConvAttrs with_shape(Attrs p, const Shape& out_shape) {
+  ConvAttrs q = p.get<ConvAttrs>();
   q.shape = out_shape;
-  q.i[1] = 0;
+  q.bias = false;
   return q;
 }
 
 Tensor dense(const Tensor& t) { return t.is_contiguous() ? t : contiguous(t); }
 
-Tensor conv_forward(const Primitive& p, std::span<const Tensor> in, const Params& pr) {
+Tensor conv_forward(const Primitive& p, std::span<const Tensor> in, Attrs pr) {
   const Geometry g(pr);
   const Shape &xs = in[0].shape(), &ws = in[1].shape();
   Shape ys = xs;
@@ -42,9 +43,9 @@ Tensor conv_forward(const Primitive& p, std::span<const Tensor> in, const Params
   return out;
 }
 
-// The adjoints' outputs have the shape their params name.
-Tensor adjoint_forward(const Primitive& p, std::span<const Tensor> in, const Params& pr) {
-  Tensor out = Tensor::empty(pr.shape, in[0].dtype(), output_device(in));
+// The adjoints' outputs have the shape their attributes name.
+Tensor adjoint_forward(const Primitive& p, std::span<const Tensor> in, Attrs pr) {
+  Tensor out = Tensor::empty(pr.get<ConvAttrs>().shape, in[0].dtype(), output_device(in));
   dispatch({p, in, out, pr});
   return out;
 }
@@ -67,10 +68,10 @@ Primitive conv_p{
           const Tensor &x = a.input(0), &w = a.input(1);
           const Tensor dy = dense(dy0);
           if (a.wants(0))
-            dx[0] = bind(conv_backward_data_p, {dy, w}, with_shape(a.params(), x.shape()));
+            dx[0] = bind(conv_backward_data_p, {dy, w}, with_shape(a.attrs(), x.shape()));
           if (a.wants(1))
-            dx[1] = bind(conv_backward_weights_p, {x, dy}, with_shape(a.params(), w.shape()));
-          if (a.params().i[1] && a.wants(2))
+            dx[1] = bind(conv_backward_weights_p, {x, dy}, with_shape(a.attrs(), w.shape()));
+          if (a.attrs<ConvAttrs>().bias && a.wants(2))
             // Over the contiguous spatial run first, then the batch: the CPU backend's
             // reductions take each of these, where the two axes at once fell to the reference
             // loops (a third of a LeNet first layer's training step).
@@ -78,11 +79,11 @@ Primitive conv_p{
         },
     .jvp = [](const JvpArgs& a, const Tensor* dx) -> Tensor {
       const Tensor &x = a.input(0), &w = a.input(1);
-      const Params p = with_shape(a.params(), Shape{});
+      const ConvAttrs p = with_shape(a.attrs(), Shape{});
       Tensor t;
       if (dx[0].defined()) t = bind(conv_p, {dense(dx[0]), w}, p);
       if (dx[1].defined()) t = add_defined(t, bind(conv_p, {x, dense(dx[1])}, p));
-      if (a.params().i[1] && dx[2].defined()) {
+      if (a.attrs<ConvAttrs>().bias && dx[2].defined()) {
         Shape s(std::vector<int64_t>(size_t(a.output().ndim()), 1));
         s[1] = a.output().shape()[1];
         t = add_defined(t, expand(reshape(dx[2], s), a.output().shape()));
@@ -90,7 +91,7 @@ Primitive conv_p{
       return t;
     }};
 
-// Inputs (dy, w) -> dx of params.shape: the transposed convolution.
+// Inputs (dy, w) -> dx of ConvAttrs::shape: the transposed convolution.
 Primitive conv_backward_data_p{
     .name = "conv_backward_data",
     .forward = adjoint_forward,
@@ -99,20 +100,20 @@ Primitive conv_backward_data_p{
         [](const PullbackArgs& a, const Tensor& g0, Tensor* dx) {
           const Tensor &dy = a.input(0), &w = a.input(1);
           const Tensor g = dense(g0);
-          if (a.wants(0)) dx[0] = bind(conv_p, {g, w}, with_shape(a.params(), Shape{}));
+          if (a.wants(0)) dx[0] = bind(conv_p, {g, w}, with_shape(a.attrs(), Shape{}));
           if (a.wants(1))
-            dx[1] = bind(conv_backward_weights_p, {g, dy}, with_shape(a.params(), w.shape()));
+            dx[1] = bind(conv_backward_weights_p, {g, dy}, with_shape(a.attrs(), w.shape()));
         },
     .jvp = [](const JvpArgs& a, const Tensor* dx) -> Tensor {
       const Tensor &dy = a.input(0), &w = a.input(1);
       Tensor t;
-      if (dx[0].defined()) t = bind(conv_backward_data_p, {dense(dx[0]), w}, a.params());
+      if (dx[0].defined()) t = bind(conv_backward_data_p, {dense(dx[0]), w}, a.attrs());
       if (dx[1].defined())
-        t = add_defined(t, bind(conv_backward_data_p, {dy, dense(dx[1])}, a.params()));
+        t = add_defined(t, bind(conv_backward_data_p, {dy, dense(dx[1])}, a.attrs()));
       return t;
     }};
 
-// Inputs (x, dy) -> dw of params.shape.
+// Inputs (x, dy) -> dw of ConvAttrs::shape.
 Primitive conv_backward_weights_p{
     .name = "conv_backward_weights",
     .forward = adjoint_forward,
@@ -122,39 +123,44 @@ Primitive conv_backward_weights_p{
           const Tensor &x = a.input(0), &dy = a.input(1);
           const Tensor g = dense(g0);
           if (a.wants(0))
-            dx[0] = bind(conv_backward_data_p, {dy, g}, with_shape(a.params(), x.shape()));
-          if (a.wants(1)) dx[1] = bind(conv_p, {x, g}, with_shape(a.params(), Shape{}));
+            dx[0] = bind(conv_backward_data_p, {dy, g}, with_shape(a.attrs(), x.shape()));
+          if (a.wants(1)) dx[1] = bind(conv_p, {x, g}, with_shape(a.attrs(), Shape{}));
         },
     .jvp = [](const JvpArgs& a, const Tensor* dx) -> Tensor {
       const Tensor &x = a.input(0), &dy = a.input(1);
       Tensor t;
-      if (dx[0].defined()) t = bind(conv_backward_weights_p, {dense(dx[0]), dy}, a.params());
+      if (dx[0].defined()) t = bind(conv_backward_weights_p, {dense(dx[0]), dy}, a.attrs());
       if (dx[1].defined())
-        t = add_defined(t, bind(conv_backward_weights_p, {x, dense(dx[1])}, a.params()));
+        t = add_defined(t, bind(conv_backward_weights_p, {x, dense(dx[1])}, a.attrs()));
       return t;
     }};
 
 namespace {
 
 // Checks the geometry against nd spatial axes and packs it (ops/conv_geometry.hpp).
-std::vector<int64_t> pack(const char* op, const ConvGeometry& g, int nd) {
-  std::vector<int64_t> list(size_t(4 * nd));
-  auto fill = [&](const std::vector<int64_t>& v, int slot, int64_t dflt, int64_t lo,
-                  const char* what) {
+ConvAttrs pack(const char* op, const ConvGeometry& g, int nd, bool bias = false,
+               const Shape& shape = {}) {
+  ConvAttrs c;
+  c.nd = nd;
+  c.groups = g.groups;
+  c.bias = bias;
+  c.shape = shape;
+  auto fill = [&](const std::vector<int64_t>& v, std::array<int64_t, conv_detail::kMaxSpatial>& to,
+                  int64_t dflt, int64_t lo, const char* what) {
     FX_CHECK(v.empty() || v.size() == 1 || v.size() == size_t(nd), op, ": ", what, " has ",
              v.size(), " values for ", nd, " spatial axes");
     for (int a = 0; a < nd; ++a) {
       const int64_t val = v.empty() ? dflt : v[v.size() == 1 ? 0 : size_t(a)];
       FX_CHECK(val >= lo, op, ": ", what, " must be at least ", lo, ", got ", val);
-      list[size_t(slot * nd + a)] = val;
+      to[size_t(a)] = val;
     }
   };
-  fill(g.stride, 0, 1, 1, "stride");
-  fill(g.padding, 1, 0, 0, "padding");
-  fill(g.padding_hi.empty() ? g.padding : g.padding_hi, 2, 0, 0, "padding");
-  fill(g.dilation, 3, 1, 1, "dilation");
+  fill(g.stride, c.stride, 1, 1, "stride");
+  fill(g.padding, c.pad_lo, 0, 0, "padding");
+  fill(g.padding_hi.empty() ? g.padding : g.padding_hi, c.pad_hi, 0, 0, "padding");
+  fill(g.dilation, c.dilation, 1, 1, "dilation");
   FX_CHECK(g.groups >= 1, op, ": groups must be at least 1, got ", g.groups);
-  return list;
+  return c;
 }
 
 DType float_type(const char* op, const Tensor& a, const Tensor& b, const Tensor& c) {
@@ -162,15 +168,6 @@ DType float_type(const char* op, const Tensor& a, const Tensor& b, const Tensor&
   if (c.defined()) t = promote(t, c.dtype());
   FX_CHECK(t == f32 || t == f64, op, ": needs f32 or f64 operands, got ", t);
   return t;
-}
-
-Params make_params(const std::vector<int64_t>& list, int64_t groups, bool bias, Shape shape) {
-  Params p;
-  p.i[0] = groups;
-  p.i[1] = bias;
-  p.list = list;
-  p.shape = shape;
-  return p;
 }
 
 // Checks x (N, C, *spatial) against w (O, C / groups, *kernel) for `op`.
@@ -196,8 +193,7 @@ Shape conv_output_shape(const char* op, const Shape& x, const Shape& w, const Co
   const int nd = x.size() - 2;
   FX_CHECK(nd >= 1 && nd <= 3 && w.size() == x.size(), op, ": input ", x, " and weight ", w,
            " must be (N, C, ...) and (O, C / groups, ...) with 1 to 3 spatial axes");
-  const auto list = pack(op, geo, nd);
-  const Params p = make_params(list, geo.groups, false, Shape{});
+  const ConvAttrs p = pack(op, geo, nd);
   const Geometry g(p);
   Shape y = x;
   y[1] = w[0];
@@ -220,8 +216,7 @@ Tensor conv(const Tensor& x0, const Tensor& w0, const Tensor& b0, const ConvGeom
                  w0.ndim() >= 1 ? w0.shape()[0] : -1);
   (void)conv_output_shape(op, x0.shape(), w0.shape(), geo);
   const DType t = float_type(op, x0, w0, b0);
-  const auto list = pack(op, geo, x0.ndim() - 2);
-  const Params p = make_params(list, geo.groups, b0.defined(), Shape{});
+  const ConvAttrs p = pack(op, geo, x0.ndim() - 2, b0.defined());
   const Tensor x = dense(astype(x0, t)), w = dense(astype(w0, t));
   if (b0.defined()) return bind(conv_p, {x, w, dense(astype(b0, t))}, p);
   return bind(conv_p, {x, w}, p);
@@ -238,9 +233,8 @@ Tensor conv_backward_data(const Tensor& dy0, const Tensor& w0, const Shape& xs,
                w0.shape()[1] * geo.groups == xs[1],
            op, ": weight ", w0.shape(), " with groups ", geo.groups, " does not fit input ", xs);
   const DType t = float_type(op, dy0, w0, Tensor());
-  const auto list = pack(op, geo, xs.size() - 2);
   return bind(conv_backward_data_p, {dense(astype(dy0, t)), dense(astype(w0, t))},
-              make_params(list, geo.groups, false, xs));
+              pack(op, geo, xs.size() - 2, false, xs));
 }
 
 Tensor conv_backward_weights(const Tensor& x0, const Tensor& dy0, const Shape& ws,
@@ -254,9 +248,8 @@ Tensor conv_backward_weights(const Tensor& x0, const Tensor& dy0, const Shape& w
                ws[1] * geo.groups == x0.shape()[1],
            op, ": weight ", ws, " with groups ", geo.groups, " does not fit input ", x0.shape());
   const DType t = float_type(op, x0, dy0, Tensor());
-  const auto list = pack(op, geo, x0.ndim() - 2);
   return bind(conv_backward_weights_p, {dense(astype(x0, t)), dense(astype(dy0, t))},
-              make_params(list, geo.groups, false, ws));
+              pack(op, geo, x0.ndim() - 2, false, ws));
 }
 
 Tensor conv_transpose(const Tensor& x0, const Tensor& w0, const Tensor& b0, const ConvGeometry& geo,
@@ -276,8 +269,7 @@ Tensor conv_transpose(const Tensor& x0, const Tensor& w0, const Tensor& b0, cons
   FX_CHECK(!b0.defined() || b0.shape() == Shape{c_out}, op, ": bias ",
            b0.defined() ? b0.shape().to_string() : "", " must be (", c_out, ",)");
   const int nd = x0.ndim() - 2;
-  const auto list = pack(op, geo, nd);
-  const Params p0 = make_params(list, geo.groups, false, Shape{});
+  ConvAttrs p0 = pack(op, geo, nd);
   const Geometry g(p0);
   FX_CHECK(
       output_padding.empty() || output_padding.size() == 1 || output_padding.size() == size_t(nd),
@@ -296,8 +288,8 @@ Tensor conv_transpose(const Tensor& x0, const Tensor& w0, const Tensor& b0, cons
              " and padding ", g.pad_lo(a), "+", g.pad_hi(a), " gives an empty output");
   }
   const DType t = float_type(op, x0, w0, b0);
-  Tensor y = bind(conv_backward_data_p, {dense(astype(x0, t)), dense(astype(w0, t))},
-                  make_params(list, geo.groups, false, xs));
+  p0.shape = xs;
+  Tensor y = bind(conv_backward_data_p, {dense(astype(x0, t)), dense(astype(w0, t))}, p0);
   if (!b0.defined()) return y;
   Shape bs(std::vector<int64_t>(size_t(xs.size()), 1));
   bs[1] = c_out;

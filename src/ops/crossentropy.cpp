@@ -30,7 +30,7 @@ Tensor logitcrossentropy_batch(const Primitive&, const BatchArgs& a) {
 // Internal, no pullback: only used when nothing records (the pullback below).
 Primitive logitcrossentropy_backward_p{
     .name = "logitcrossentropy_backward",
-    .forward = [](const Primitive& p, std::span<const Tensor> in, const Params& pr) {
+    .forward = [](const Primitive& p, std::span<const Tensor> in, Attrs pr) {
       Tensor out = Tensor::empty(in[1].shape(), in[1].dtype(), in[1].device());
       dispatch({p, in, out, pr});
       return out;
@@ -41,7 +41,7 @@ Primitive logitcrossentropy_backward_p{
 Primitive logitcrossentropy_p{
     .name = "logitcrossentropy",
     .forward =
-        [](const Primitive& p, std::span<const Tensor> in, const Params& pr) {
+        [](const Primitive& p, std::span<const Tensor> in, Attrs pr) {
           Tensor out = Tensor::empty({}, in[0].dtype(), output_device(in));
           dispatch({p, in, out, pr});
           return out;

@@ -45,15 +45,15 @@ void dispatch(const KernelCall& call) {
                dtype_name(call.out.dtype()), " ", call.out.shape());
 }
 
-Tensor elementwise_forward(const Primitive& p, std::span<const Tensor> in, const Params& params) {
+Tensor elementwise_forward(const Primitive& p, std::span<const Tensor> in, Attrs attrs) {
   Tensor out = Tensor::empty(in[0].shape(), in[0].dtype(), output_device(in));
-  dispatch({p, in, out, params});
+  dispatch({p, in, out, attrs});
   return out;
 }
 
-Tensor compare_forward(const Primitive& p, std::span<const Tensor> in, const Params& params) {
+Tensor compare_forward(const Primitive& p, std::span<const Tensor> in, Attrs attrs) {
   Tensor out = Tensor::empty(in[0].shape(), boolean, output_device(in));
-  dispatch({p, in, out, params});
+  dispatch({p, in, out, attrs});
   return out;
 }
 
@@ -89,14 +89,14 @@ namespace detail {
 thread_local constinit Interpreter* top_interpreter = nullptr;
 
 // More arguments than BorrowedTensors holds: plain owning copies (rare, never on a hot path).
-Tensor bind_owned(const Primitive& p, std::initializer_list<TensorRef> in, const Params& params) {
+Tensor bind_owned(const Primitive& p, std::initializer_list<TensorRef> in, Attrs attrs) {
   std::vector<Tensor> owned;
   owned.reserve(in.size());
   for (const TensorRef& r : in) {
     if (r.impl()) r.impl()->refs.fetch_add(1, std::memory_order_relaxed);
     owned.emplace_back(r.impl());  // adopts the reference just taken
   }
-  return bind(p, std::span<const Tensor>(owned), params);
+  return bind(p, std::span<const Tensor>(owned), attrs);
 }
 }  // namespace detail
 
@@ -108,6 +108,6 @@ Tensor linear_jvp(const JvpArgs& args, const Tensor* dx) {
     if (!x.defined() || !is_inexact(x.dtype())) in[i] = x;  // indices, conditions: fixed
     else in[i] = dx[i].defined() ? dx[i] : expanded_zeros_like(x);
   }
-  return bind(args.primitive(), std::span<const Tensor>(in), args.params());
+  return bind(args.primitive(), std::span<const Tensor>(in), args.attrs());
 }
 }  // namespace fx

@@ -11,6 +11,11 @@
 #include "ops/fused.hpp"
 
 namespace fx {
+// astype: the dtype converted to and the one converted from (the pullback's).
+struct AstypeAttrs {
+  DType to = DType::f32, from = DType::f32;
+  FX_ATTRS(AstypeAttrs, to, from)
+};
 
 #define FX_PULLBACK [](const PullbackArgs& a, const Tensor& dy, Tensor* dx)
 
@@ -82,7 +87,7 @@ if (!fused_pullback(square_backward_p, dy, x, dx[0], a.reusable_input(0)))
 Primitive sign_p{
     .name = "sign", .forward = elementwise_forward, .batch = detail::batch_elementwise};
 
-// ---- with a number s = params.s
+// ---- with a number: ScalarAttrs
 Primitive add_scalar_p{
     .name = "add_scalar", .forward = elementwise_forward, .pullback = FX_PULLBACK{dx[0] = dy;
 (void)a;
@@ -96,7 +101,7 @@ Primitive add_scalar_p{
 ;
 Primitive mul_scalar_p{.name = "mul_scalar",
                        .forward = elementwise_forward,
-                       .pullback = FX_PULLBACK{dx[0] = dy * a.params().s;
+                       .pullback = FX_PULLBACK{dx[0] = dy * a.attrs<ScalarAttrs>().s;
 }
 , .jvp = linear_jvp, .batch = detail::batch_elementwise
 }
@@ -104,11 +109,11 @@ Primitive mul_scalar_p{.name = "mul_scalar",
 Primitive pow_scalar_p{.name = "pow_scalar",
                        .forward = elementwise_forward,
                        .saves = saves::input(0),
-                       .pullback = FX_PULLBACK{double s = a.params().s;
+                       .pullback = FX_PULLBACK{double s = a.attrs<ScalarAttrs>().s;
 if (s != 0) dx[0] = mul_conj(dy, pow(a.input(0), s - 1) * s);
 }
 , .jvp = FX_JVP {
-  double s = a.params().s;
+  double s = a.attrs<ScalarAttrs>().s;
   return s == 0 ? Tensor() : dx[0] * (pow(a.input(0), s - 1) * s);
 }
 , .batch = detail::batch_elementwise
@@ -224,7 +229,7 @@ Primitive isfinite_p{
 // ---- selection and conversion
 Primitive where_p{.name = "where",
                   .forward =
-                      [](const Primitive& p, std::span<const Tensor> in, const Params& pr) {
+                      [](const Primitive& p, std::span<const Tensor> in, Attrs pr) {
                         Tensor out = Tensor::empty(in[1].shape(), in[1].dtype(), output_device(in));
                         dispatch({p, in, out, pr});
                         return out;
@@ -239,14 +244,13 @@ if (a.wants(2)) dx[2] = where(a.input(0), 0.0, dy);
 Primitive astype_p{
     .name = "astype",
     .forward =
-        [](const Primitive& p, std::span<const Tensor> in, const Params& pr) {
-          Tensor out = Tensor::empty(in[0].shape(), pr.dtype, output_device(in));
+        [](const Primitive& p, std::span<const Tensor> in, Attrs pr) {
+          Tensor out = Tensor::empty(in[0].shape(), pr.get<AstypeAttrs>().to, output_device(in));
           dispatch({p, in, out, pr});
           return out;
         },
-    .pullback = FX_PULLBACK{// The input dtype rides in params.i[0]; real -> complex pulls back the
-                            // real part of the cotangent.
-                            dx[0] = astype(real(dy), DType(a.params().i[0]));
+    .pullback = FX_PULLBACK{// real -> complex pulls back the real part of the cotangent.
+                            dx[0] = astype(real(dy), a.attrs<AstypeAttrs>().from);
 }
 , .jvp = linear_jvp, .batch = detail::batch_elementwise
 }
@@ -373,13 +377,13 @@ bool sole_dense_handle(const Tensor& t) {
 }
 
 // [dy * b | dy * a], one buffer of two dense halves.
-Primitive mul_backward_p{
-    .name = "mul_backward",
-    .forward = [](const Primitive& p, std::span<const Tensor> in, const Params& pr) {
-      Tensor out = Tensor::empty({2 * in[0].numel()}, in[0].dtype(), in[0].device());
-      dispatch({p, in, out, pr});
-      return out;
-    }};
+Primitive mul_backward_p{.name = "mul_backward",
+                         .forward = [](const Primitive& p, std::span<const Tensor> in, Attrs pr) {
+                           Tensor out =
+                               Tensor::empty({2 * in[0].numel()}, in[0].dtype(), in[0].device());
+                           dispatch({p, in, out, pr});
+                           return out;
+                         }};
 
 bool fused_mul_pullback(const Tensor& dy, const Tensor& a, const Tensor& b, Tensor* dx) {
   if (detail::must_compose()) return false;
@@ -408,13 +412,13 @@ bool fused_pullback(const Primitive& p, const Tensor& dy, const Tensor& y, Tenso
     // A cotangent that only this backward pass holds takes the result in place: no fresh
     // buffer, and for a large dy the write lands on lines the read just brought into cache.
     detail::BorrowedTensors in({dy, y});
-    dispatch({p, in.span(), dy, Params{}});
+    dispatch({p, in.span(), dy, {}});
     dx = dy;
     return true;
   }
   if (reusable_y) {  // an elementwise kernel may write over an input it reads at the same index
     detail::BorrowedTensors in({dy, y});
-    dispatch({p, in.span(), y, Params{}});
+    dispatch({p, in.span(), y, {}});
     dx = std::move(*reusable_y);
     return true;
   }
@@ -459,9 +463,7 @@ Tensor numeric_unary(Primitive& p, const Tensor& x, bool complex_ok = false) {
 Tensor with_number(Primitive& p, const Tensor& x, double s) {
   check_defined(x, p.name);
   FX_CHECK(x.dtype() != boolean, "fx::", p.name, ": not defined for bool ", x.shape());
-  Params params;
-  params.s = s;
-  return bind(p, {x}, params);
+  return bind(p, {x}, ScalarAttrs{s});
 }
 
 // Promotes and broadcasts a, b to a common dtype and shape.
@@ -665,9 +667,7 @@ Tensor astype(const Tensor& x, DType dtype) {
   FX_CHECK(!is_complex(x.dtype()) || is_complex(dtype), "fx::astype: ", dtype_name(x.dtype()), " ",
            x.shape(), " to ", dtype_name(dtype),
            " would drop the imaginary part; use fx::real, fx::imag or fx::abs");
-  Params p;
-  p.dtype = dtype;
-  p.i[0] = int64_t(x.dtype());
+  const AstypeAttrs p{dtype, x.dtype()};
   // Conversions to an integer or bool type are not differentiable.
   if (!is_inexact(dtype) && !detail::intercepted()) {
     Tensor out = Tensor::empty(x.shape(), dtype, x.device());

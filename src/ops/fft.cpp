@@ -9,22 +9,22 @@
 
 namespace fx {
 
-// params.i[0]: axis (non-negative); params.i[1]: sign (-1 forward, +1 inverse); params.s: scale.
+// FftAttrs: sign -1 forward, +1 inverse.
 Primitive fft_p{.name = "fft",
                 .forward =
-                    [](const Primitive& p, std::span<const Tensor> in, const Params& pr) {
+                    [](const Primitive& p, std::span<const Tensor> in, Attrs pr) {
                       Tensor out = Tensor::empty(in[0].shape(), in[0].dtype(), output_device(in));
                       dispatch({p, in, out, pr});
                       return out;
                     },
                 .pullback =
                     [](const PullbackArgs& a, const Tensor& dy, Tensor* dx) {
-                      Params adjoint = a.params();
-                      adjoint.i[1] = -adjoint.i[1];
+                      FftAttrs adjoint = a.attrs<FftAttrs>();
+                      adjoint.sign = -adjoint.sign;
                       dx[0] = bind(fft_p, {dy}, adjoint);
                     },
                 .jvp = linear_jvp,
-                .batch = detail::batch_along_axis};
+                .batch = detail::batch_along_axis<FftAttrs>};
 
 namespace {
 
@@ -37,11 +37,7 @@ Tensor transform(const Tensor& x, int64_t axis, int sign, const char* op) {
   if (axis < 0) axis += x.ndim();
   Tensor z = astype(x, complex_dtype(x.dtype()));
   const int64_t n = x.shape()[int(axis)];
-  Params p;
-  p.i[0] = axis;
-  p.i[1] = sign;
-  p.s = sign > 0 && n > 0 ? 1.0 / double(n) : 1.0;
-  return bind(fft_p, {z}, p);
+  return bind(fft_p, {z}, FftAttrs{axis, sign, sign > 0 && n > 0 ? 1.0 / double(n) : 1.0});
 }
 
 }  // namespace

@@ -12,8 +12,8 @@
 namespace fx {
 namespace {
 
-Tensor shaped_forward(const Primitive& p, std::span<const Tensor> in, const Params& pr,
-                      const Shape& s, DType t) {
+Tensor shaped_forward(const Primitive& p, std::span<const Tensor> in, Attrs pr, const Shape& s,
+                      DType t) {
   Tensor out = Tensor::empty(s, t, output_device(in));
   dispatch({p, in, out, pr});
   return out;
@@ -25,12 +25,7 @@ void check_index(const Tensor& idx, const char* op) {
            dtype_name(idx.dtype()), " ", idx.shape());
 }
 
-Params axis_params(int axis, const Shape& shape) {
-  Params p;
-  p.i[0] = axis;
-  p.shape = shape;
-  return p;
-}
+AxisAttrs axis_params(int axis, const Shape& shape) { return {axis, shape}; }
 
 // Batching rule (fx::vmap) of index_select and index_add, which take one list of indices for
 // the whole tensor: shared indices batch like slice (batch_along_axis, as gather and
@@ -40,69 +35,69 @@ Tensor batch_shared_index(const Primitive& p, const BatchArgs& a) {
   std::vector<Tensor> in;
   for (size_t i = 0; i < a.in.size(); ++i)
     in.push_back(i == 1 ? a.in[i] : detail::batched_input(a, i));
-  return bind(p, std::span<const Tensor>(in), detail::shifted_axis_params(a));
+  AxisAttrs q = a.attrs.get<AxisAttrs>();
+  q.axis += 1;
+  q.shape = detail::with_batch(a.size, q.shape);
+  return bind(p, std::span<const Tensor>(in), q);
 }
 
 }  // namespace
 
-// params: i[0] axis; shape = shape of the indexed (larger) tensor.
+// AxisAttrs: the axis, and the shape of the indexed (larger) tensor.
 Primitive index_select_p{.name = "index_select",
                          .forward =
-                             [](const Primitive& p, std::span<const Tensor> in, const Params& pr) {
+                             [](const Primitive& p, std::span<const Tensor> in, Attrs pr) {
                                Shape s = in[0].shape();
-                               s[int(pr.i[0])] = in[1].numel();
+                               s[int(pr.get<AxisAttrs>().axis)] = in[1].numel();
                                return shaped_forward(p, in, pr, s, in[0].dtype());
                              },
                          .saves = saves::input(1),
                          .pullback =
                              [](const PullbackArgs& a, const Tensor& dy, Tensor* dx) {
-                               const Params& p = a.params();
+                               const AxisAttrs& p = a.attrs<AxisAttrs>();
                                dx[0] =
                                    index_add(expand(scalar(0, dy.dtype(), dy.device()), p.shape),
-                                             p.i[0], a.input(1), dy);
+                                             p.axis, a.input(1), dy);
                              },
                          .jvp = linear_jvp,
                          .batch = batch_shared_index};
-Primitive index_add_p{.name = "index_add",
-                      .forward =
-                          [](const Primitive& p, std::span<const Tensor> in, const Params& pr) {
-                            return shaped_forward(p, in, pr, in[0].shape(), in[0].dtype());
-                          },
-                      .saves = saves::input(1),
-                      .pullback =
-                          [](const PullbackArgs& a, const Tensor& dy, Tensor* dx) {
-                            if (a.wants(0)) dx[0] = dy;
-                            if (a.wants(2)) dx[2] = index_select(dy, a.params().i[0], a.input(1));
-                          },
-                      .jvp = linear_jvp,
-                      .batch = batch_shared_index};
-Primitive gather_p{.name = "gather",
-                   .forward =
-                       [](const Primitive& p, std::span<const Tensor> in, const Params& pr) {
-                         return shaped_forward(p, in, pr, in[1].shape(), in[0].dtype());
-                       },
-                   .saves = saves::input(1),
-                   .pullback =
-                       [](const PullbackArgs& a, const Tensor& dy, Tensor* dx) {
-                         const Params& p = a.params();
-                         dx[0] = scatter_add(expand(scalar(0, dy.dtype(), dy.device()), p.shape),
-                                             p.i[0], a.input(1), dy);
-                       },
-                   .jvp = linear_jvp,
-                   .batch = detail::batch_along_axis};
-Primitive scatter_add_p{.name = "scatter_add",
-                        .forward =
-                            [](const Primitive& p, std::span<const Tensor> in, const Params& pr) {
-                              return shaped_forward(p, in, pr, in[0].shape(), in[0].dtype());
-                            },
-                        .saves = saves::input(1),
-                        .pullback =
-                            [](const PullbackArgs& a, const Tensor& dy, Tensor* dx) {
-                              if (a.wants(0)) dx[0] = dy;
-                              if (a.wants(2)) dx[2] = gather(dy, a.params().i[0], a.input(1));
-                            },
-                        .jvp = linear_jvp,
-                        .batch = detail::batch_along_axis};
+Primitive index_add_p{
+    .name = "index_add",
+    .forward = [](const Primitive& p, std::span<const Tensor> in,
+                  Attrs pr) { return shaped_forward(p, in, pr, in[0].shape(), in[0].dtype()); },
+    .saves = saves::input(1),
+    .pullback =
+        [](const PullbackArgs& a, const Tensor& dy, Tensor* dx) {
+          if (a.wants(0)) dx[0] = dy;
+          if (a.wants(2)) dx[2] = index_select(dy, a.attrs<AxisAttrs>().axis, a.input(1));
+        },
+    .jvp = linear_jvp,
+    .batch = batch_shared_index};
+Primitive gather_p{
+    .name = "gather",
+    .forward = [](const Primitive& p, std::span<const Tensor> in,
+                  Attrs pr) { return shaped_forward(p, in, pr, in[1].shape(), in[0].dtype()); },
+    .saves = saves::input(1),
+    .pullback =
+        [](const PullbackArgs& a, const Tensor& dy, Tensor* dx) {
+          const AxisAttrs& p = a.attrs<AxisAttrs>();
+          dx[0] = scatter_add(expand(scalar(0, dy.dtype(), dy.device()), p.shape), p.axis,
+                              a.input(1), dy);
+        },
+    .jvp = linear_jvp,
+    .batch = detail::batch_along_axis<AxisAttrs>};
+Primitive scatter_add_p{
+    .name = "scatter_add",
+    .forward = [](const Primitive& p, std::span<const Tensor> in,
+                  Attrs pr) { return shaped_forward(p, in, pr, in[0].shape(), in[0].dtype()); },
+    .saves = saves::input(1),
+    .pullback =
+        [](const PullbackArgs& a, const Tensor& dy, Tensor* dx) {
+          if (a.wants(0)) dx[0] = dy;
+          if (a.wants(2)) dx[2] = gather(dy, a.attrs<AxisAttrs>().axis, a.input(1));
+        },
+    .jvp = linear_jvp,
+    .batch = detail::batch_along_axis<AxisAttrs>};
 
 Tensor index_select(const Tensor& x, int64_t axis, const Tensor& index) {
   FX_CHECK(x.defined(), "fx::index_select: undefined tensor");

@@ -50,10 +50,10 @@ bool fused_matmul_pullback(const Tensor& dy, const Tensor& a, const Tensor& b, T
   // A batched cotangent that only this backward pass holds (made by the pullback before, moved
   // out of the tape's slot) and that is shaped like dA takes dA in place: the kernel skips a
   // fresh buffer as large as dy. (Tiny 2-d products gain nothing: their kernel path writes out.)
-  Params p;
-  p.i[0] = a.ndim() >= 3 && dy.shape() == a.shape() && sole_dense_handle(dy);
+  MatmulBackwardAttrs p;
+  p.dA_in_dy = a.ndim() >= 3 && dy.shape() == a.shape() && sole_dense_handle(dy);
   Tensor out = bind(matmul_backward_p, {dy, a, b}, p);
-  if (p.i[0]) {
+  if (p.dA_in_dy) {
     dx[0] = dy;
     dx[1] = make_view(out, b.shape(), sb.data(), out.offset());
     return true;
@@ -76,11 +76,12 @@ Tensor matmul_batch(const Primitive&, const BatchArgs& a) {
 }  // namespace
 
 // Internal, no pullback: only used when nothing records (fused_matmul_pullback above).
-// params.i[0]: dA overwrites dy and the output is dB alone.
+// MatmulBackwardAttrs.
 Primitive matmul_backward_p{
     .name = "matmul_backward",
-    .forward = [](const Primitive& p, std::span<const Tensor> in, const Params& pr) {
-      const int64_t n = (pr.i[0] ? 0 : in[1].numel()) + in[2].numel();
+    .forward = [](const Primitive& p, std::span<const Tensor> in, Attrs pr) {
+      const int64_t n =
+          (pr.get<MatmulBackwardAttrs>().dA_in_dy ? 0 : in[1].numel()) + in[2].numel();
       Tensor out = Tensor::empty({n}, in[1].dtype(), output_device(in));
       dispatch({p, in, out, pr});
       return out;
@@ -89,7 +90,7 @@ Primitive matmul_backward_p{
 Primitive matmul_p{
     .name = "matmul",
     .forward =
-        [](const Primitive& p, std::span<const Tensor> in, const Params& pr) {
+        [](const Primitive& p, std::span<const Tensor> in, Attrs pr) {
           const Tensor &a = in[0], &b = in[1];
           Shape s = a.shape();
           s[s.size() - 1] = b.shape()[b.ndim() - 1];

@@ -82,10 +82,11 @@ Tensor qr_upper_adjoint(const Tensor& m) {
   return triu(m, 1) + mH(triu(m, 1)) + detail::real_diag(m);
 }
 
-// Q (m, k) and R (k, n) of qr_p's output or of its cotangent; m, n: the input's matrix shape.
+// qr_p's attributes: the input's matrix shape (m, n). Q (m, k) and R (k, n) of its output or of
+// its cotangent, packed flat.
 struct QrShape {
-  int64_t m, n;
-  explicit QrShape(const Params& p) : m(p.i[0]), n(p.i[1]) {}
+  int64_t m = 0, n = 0;
+  FX_ATTRS(QrShape, m, n)
   int64_t k() const { return std::min(m, n); }
   Tensor q(const Tensor& packed) const { return unpack(packed, 0, m, k()); }
   Tensor r(const Tensor& packed) const { return unpack(packed, m * k(), k(), n); }
@@ -100,7 +101,7 @@ struct QrShape {
 // l with l l^T = (a + a^T) / 2; saves l.
 Primitive cholesky_p{.name = "linalg_cholesky",
                      .forward =
-                         [](const Primitive&, std::span<const Tensor> in, const Params&) {
+                         [](const Primitive&, std::span<const Tensor> in, Attrs) {
                            Tensor l = lapack_copy(sym(detail::untracked(in[0])));
                            detail::visit_lapack(
                                l.dtype(), [&]<class T>() { potrf_batch<T>(l, in[0].shape()); });
@@ -119,11 +120,11 @@ Primitive cholesky_p{.name = "linalg_cholesky",
                            return matmul(l, phi(sandwich_inverse(l, sym(dx[0]), false)));
                          }};
 
-// params.i[0], i[1]: the matrix shape (m, n). Output: Q then R, flat (see QrShape).
+// QrShape: the matrix shape (m, n). Output: Q then R, flat.
 Primitive qr_p{.name = "linalg_qr",
                .forward =
-                   [](const Primitive&, std::span<const Tensor> in, const Params& pr) {
-                     QrShape qs(pr);
+                   [](const Primitive&, std::span<const Tensor> in, Attrs pr) {
+                     const QrShape& qs = pr.get<QrShape>();
                      Shape s = detail::leading(in[0].shape(), 2);
                      s.push_back(qs.m * qs.k() + qs.k() * qs.n);
                      Tensor a = lapack_copy(in[0]), out = Tensor::empty(s, in[0].dtype());
@@ -135,7 +136,7 @@ Primitive qr_p{.name = "linalg_qr",
                    [](const PullbackArgs& a, const Tensor& dy, Tensor* dx) {
                      // Adjoint of the pushforward below: with M = dR R^H - Q^H dQ,
                      // dA = (dQ + Q qr_upper_adjoint(M)) R^-H.
-                     QrShape qs(a.params());
+                     const QrShape& qs = a.attrs<QrShape>();
                      qs.check_differentiable("derivative");
                      Tensor q = qs.q(a.output()), r = qs.r(a.output()), gq = qs.q(dy),
                             gr = qs.r(dy);
@@ -146,7 +147,7 @@ Primitive qr_p{.name = "linalg_qr",
                .jvp =
                    [](const JvpArgs& a, const Tensor* dx) {
                      // Y = dA R^-1 and X = Q^H Y = Omega + dR R^-1 (see qr_upper), dQ = Y - Q (dR R^-1).
-                     QrShape qs(a.params());
+                     const QrShape& qs = a.attrs<QrShape>();
                      qs.check_differentiable("pushforward");
                      Tensor q = qs.q(a.output()), r = qs.r(a.output());
                      Tensor y = mT(triangular_solve(mT(r), mT(dx[0]), false));
@@ -162,11 +163,8 @@ Tensor cholesky(const Tensor& a) {
 
 std::tuple<Tensor, Tensor> qr(const Tensor& a) {
   detail::check_matrix(a, "qr", false);
-  Params p;
-  p.i[0] = a.shape()[a.ndim() - 2];
-  p.i[1] = a.shape()[a.ndim() - 1];
-  QrShape qs(p);
-  Tensor out = bind(qr_p, {a}, p);
+  const QrShape qs{a.shape()[a.ndim() - 2], a.shape()[a.ndim() - 1]};
+  Tensor out = bind(qr_p, {a}, qs);
   return {qs.q(out), qs.r(out)};
 }
 

@@ -26,8 +26,17 @@ using detail::mT;
 
 namespace {
 
-// params.i[1] of solve: which public function is asking, for the messages.
-const char* solve_name(const Params& p) { return p.i[1] ? "inv" : "solve"; }
+// solve_p's attributes: which public function is asking, for the messages.
+struct SolveAttrs {
+  bool inv = false;
+  FX_ATTRS(SolveAttrs, inv)
+};
+const char* solve_name(Attrs p) { return !p.empty() && p.get<SolveAttrs>().inv ? "inv" : "solve"; }
+// triangular_solve_p's: which triangle of a is read.
+struct TriangleAttrs {
+  bool upper = false;
+  FX_ATTRS(TriangleAttrs, upper)
+};
 
 template <class T>
 void gesv_batch(Tensor& a, Tensor& x, const Shape& shape, const char* op) {
@@ -102,7 +111,7 @@ std::tuple<Tensor, Tensor> lu_slogdet(const Tensor& x) {
 Primitive solve_p{
     .name = "linalg_solve",
     .forward =
-        [](const Primitive&, std::span<const Tensor> in, const Params& pr) {
+        [](const Primitive&, std::span<const Tensor> in, Attrs pr) {
           Tensor a = lapack_copy(in[0]), x = lapack_copy(in[1]);
           detail::visit_lapack(
               a.dtype(), [&]<class T>() { gesv_batch<T>(a, x, in[0].shape(), solve_name(pr)); });
@@ -121,23 +130,23 @@ Primitive solve_p{
           return rhs.defined() ? bind(solve_p, {a.input(0), rhs}) : Tensor();
         }};
 
-// params.i[0]: upper (else lower). The other triangle of a is never read, so the derivatives
+// TriangleAttrs. The other triangle of a is never read, so the derivatives
 // with respect to a are masked to the triangle.
 Primitive triangular_solve_p{
     .name = "linalg_triangular_solve",
     .forward =
-        [](const Primitive&, std::span<const Tensor> in, const Params& pr) {
+        [](const Primitive&, std::span<const Tensor> in, Attrs pr) {
           Tensor a = lapack_copy(in[0]), x = lapack_copy(in[1]);
-          detail::visit_lapack(a.dtype(),
-                               [&]<class T>() { trtrs_batch<T>(a, x, pr.i[0], in[0].shape()); });
+          detail::visit_lapack(a.dtype(), [&]<class T>() {
+            trtrs_batch<T>(a, x, pr.get<TriangleAttrs>().upper, in[0].shape());
+          });
           return x;
         },
     .saves = saves::input(0) | saves::output,
     .pullback =
         [](const PullbackArgs& a, const Tensor& dy, Tensor* dx) {
-          const bool upper = a.params().i[0];
-          Params flipped = a.params();
-          flipped.i[0] = !upper;
+          const bool upper = a.attrs<TriangleAttrs>().upper;
+          const TriangleAttrs flipped{!upper};
           Tensor g = bind(triangular_solve_p, {mH(a.input(0)), dy}, flipped);
           if (a.wants(0)) {
             Tensor ga = -matmul(g, mH(a.output()));
@@ -147,19 +156,19 @@ Primitive triangular_solve_p{
         },
     .jvp =
         [](const JvpArgs& a, const Tensor* dx) {
-          const bool upper = a.params().i[0];
+          const bool upper = a.attrs<TriangleAttrs>().upper;
           Tensor da = !dx[0].defined() ? Tensor()
                       : upper          ? detail::triu(dx[0])
                                        : detail::tril(dx[0]);
           Tensor rhs = add_defined(dx[1], da.defined() ? -matmul(da, a.output()) : Tensor());
-          return rhs.defined() ? bind(triangular_solve_p, {a.input(0), rhs}, a.params()) : Tensor();
+          return rhs.defined() ? bind(triangular_solve_p, {a.input(0), rhs}, a.attrs()) : Tensor();
         }};
 
 // log|det a| for real a (..., n, n) -> (...).
 Primitive logabsdet_p{
     .name = "linalg_logabsdet",
     .forward = [](const Primitive&, std::span<const Tensor> in,
-                  const Params&) { return std::get<1>(lu_slogdet(in[0])); },
+                  Attrs) { return std::get<1>(lu_slogdet(in[0])); },
     .saves = saves::input(0),
     .pullback =
         [](const PullbackArgs& a, const Tensor& dy, Tensor* dx) {
@@ -174,7 +183,7 @@ Primitive logabsdet_p{
 Primitive complex_logdet_p{
     .name = "linalg_complex_logdet",
     .forward =
-        [](const Primitive&, std::span<const Tensor> in, const Params&) {
+        [](const Primitive&, std::span<const Tensor> in, Attrs) {
           auto [sign, logabs] = lu_slogdet(in[0]);
           std::vector<std::complex<double>> s = to_vector<std::complex<double>>(sign);
           std::vector<double> l = to_vector<double>(logabs);
@@ -201,18 +210,14 @@ Tensor triangular_solve(const Tensor& a0, const Tensor& b0, bool upper) {
   Tensor a = a0, b = b0;
   bool vector = false;
   detail::broadcast_batch(a, b, "triangular_solve", vector);
-  Params p;
-  p.i[0] = upper;
-  Tensor x = bind(triangular_solve_p, {a, b}, p);
+  Tensor x = bind(triangular_solve_p, {a, b}, TriangleAttrs{upper});
   return vector ? squeeze(x, -1) : x;
 }
 
 Tensor inv(const Tensor& a) {
   detail::check_matrix(a, "inv", true);
   Tensor id = expand(eye(a.shape()[a.ndim() - 1], a.dtype()), a.shape());
-  Params p;
-  p.i[1] = 1;
-  return bind(solve_p, {a, id}, p);
+  return bind(solve_p, {a, id}, SolveAttrs{true});
 }
 
 std::tuple<Tensor, Tensor> slogdet(const Tensor& a) {

@@ -81,16 +81,22 @@ void gesdd_batch(Tensor& a, Tensor& out, const Shape& shape) {
 Tensor eig_values(const Tensor& packed, int64_t n) { return real(slice(packed, -1, 0, n)); }
 Tensor eig_vectors(const Tensor& packed, int64_t n) { return unpack(packed, n, n, n); }
 
-// The parts of svd_p's output (or of its cotangent); params.i[0], i[1]: the matrix shape.
+// svd_p's attributes, the matrix shape; the parts of its output (or of its cotangent).
 struct SvdShape {
-  int64_t m, n;
-  explicit SvdShape(const Params& p) : m(p.i[0]), n(p.i[1]) {}
+  int64_t m = 0, n = 0;
+  FX_ATTRS(SvdShape, m, n)
   int64_t k() const { return std::min(m, n); }
   Tensor u(const Tensor& packed) const { return unpack(packed, 0, m, k()); }
   Tensor s(const Tensor& packed) const {  // real
     return real(slice(packed, -1, m * k(), m * k() + k()));
   }
   Tensor v(const Tensor& packed) const { return unpack(packed, m * k() + k(), n, k()); }
+};
+
+// eigh_p's attributes: the matrix size n (the output packs n eigenvalues, then V).
+struct EighAttrs {
+  int64_t n = 0;
+  FX_ATTRS(EighAttrs, n)
 };
 
 Tensor scale_columns(const Tensor& x, const Tensor& s) { return x * unsqueeze(s, -2); }
@@ -102,7 +108,7 @@ Tensor scale_rows(const Tensor& x, const Tensor& s) { return unsqueeze(s, -1) * 
 Primitive eigh_p{
     .name = "linalg_eigh",
     .forward =
-        [](const Primitive&, std::span<const Tensor> in, const Params&) {
+        [](const Primitive&, std::span<const Tensor> in, Attrs) {
           const int64_t n = in[0].shape()[in[0].ndim() - 1];
           Shape s = detail::leading(in[0].shape(), 2);
           s.push_back(n + n * n);
@@ -116,7 +122,7 @@ Primitive eigh_p{
         [](const PullbackArgs& a, const Tensor& dy, Tensor* dx) {
           // dA = sym(V (diag(dw) + F o (V^H dV)) V^H), F_ij = 1 / (w_j - w_i). F's zero diagonal
           // drops the (imaginary) diagonal of V^H dV, the phase part.
-          const int64_t n = a.params().i[0];
+          const int64_t n = a.attrs<EighAttrs>().n;
           Tensor w = eig_values(a.output(), n), v = eig_vectors(a.output(), n);
           Tensor inner =
               diag_embed(eig_values(dy, n)) + inverse_gaps(w) * matmul(mH(v), eig_vectors(dy, n));
@@ -125,7 +131,7 @@ Primitive eigh_p{
     .jvp =
         [](const JvpArgs& a, const Tensor* dx) {
           // K = V^H dA V: dw = diag(K) (real), dV = V (F o K).
-          const int64_t n = a.params().i[0];
+          const int64_t n = a.attrs<EighAttrs>().n;
           Tensor w = eig_values(a.output(), n), v = eig_vectors(a.output(), n);
           Tensor k = matmul(matmul(mH(v), sym(dx[0])), v);
           return concat({diagonal(real_part(k)), flat(matmul(v, inverse_gaps(w) * k))}, -1);
@@ -135,8 +141,8 @@ Primitive eigh_p{
 Primitive svd_p{
     .name = "linalg_svd",
     .forward =
-        [](const Primitive&, std::span<const Tensor> in, const Params& pr) {
-          SvdShape ss(pr);
+        [](const Primitive&, std::span<const Tensor> in, Attrs pr) {
+          const SvdShape& ss = pr.get<SvdShape>();
           Shape s = detail::leading(in[0].shape(), 2);
           s.push_back(ss.m * ss.k() + ss.k() + ss.n * ss.k());
           Tensor a = lapack_copy(in[0]), out = Tensor::empty(s, a.dtype());
@@ -153,7 +159,7 @@ Primitive svd_p{
           //      + (I - U U^H) dU S^-1 V^H  (m > k)  +  U S^-1 dV^H (I - V V^H)  (n > k).
           // The imaginary-diagonal term (complex only) is the adjoint of the phase the pushforward
           // gives U; for a phase-invariant loss Im diag(U^H dU) = -Im diag(V^H dV), as torch checks.
-          SvdShape ss(a.params());
+          const SvdShape& ss = a.attrs<SvdShape>();
           const Tensor& out = a.output();
           Tensor u = ss.u(out), s = ss.s(out), v = ss.v(out), gu = ss.u(dy), gv = ss.v(dy);
           Tensor f = inverse_gaps(s * s);
@@ -176,7 +182,7 @@ Primitive svd_p{
           // dP = U^H dA V: ds = Re diag(dP), U^H dU = F o (dP S + S dP^H) + i Im diag(dP) S^-1
           // (the phase change, on U alone), V^H dV = F o (S dP + dP^H S), and the parts outside
           // the spans: (I - U U^H) dA V S^-1, (I - V V^H) dA^H U S^-1.
-          SvdShape ss(a.params());
+          const SvdShape& ss = a.attrs<SvdShape>();
           const Tensor& out = a.output();
           Tensor u = ss.u(out), s = ss.s(out), v = ss.v(out);
           Tensor f = inverse_gaps(s * s);
@@ -198,9 +204,7 @@ Primitive svd_p{
 std::tuple<Tensor, Tensor> eigh(const Tensor& a) {
   detail::check_matrix(a, "eigh", true);
   const int64_t n = a.shape()[a.ndim() - 1];
-  Params p;
-  p.i[0] = n;
-  Tensor out = bind(eigh_p, {a}, p);
+  Tensor out = bind(eigh_p, {a}, EighAttrs{n});
   return {eig_values(out, n), eig_vectors(out, n)};
 }
 
@@ -208,11 +212,8 @@ Tensor eigvalsh(const Tensor& a) { return std::get<0>(eigh(a)); }
 
 std::tuple<Tensor, Tensor, Tensor> svd(const Tensor& a) {
   detail::check_matrix(a, "svd", false);
-  Params p;
-  p.i[0] = a.shape()[a.ndim() - 2];
-  p.i[1] = a.shape()[a.ndim() - 1];
-  SvdShape ss(p);
-  Tensor out = bind(svd_p, {a}, p);
+  const SvdShape ss{a.shape()[a.ndim() - 2], a.shape()[a.ndim() - 1]};
+  Tensor out = bind(svd_p, {a}, ss);
   return {ss.u(out), ss.s(out), mH(ss.v(out))};
 }
 

@@ -36,7 +36,7 @@ Tensor activate(Epilogue act, const Tensor& z) {
   return z;
 }
 
-// Bits of linear_backward_p's params.i[1]: which cotangents to compute.
+// Bits of LinearBackwardAttrs::wants: which cotangents to compute.
 constexpr int64_t kWantX = 1, kWantW = 2, kWantB = 4;
 
 // All wanted cotangents through linear_backward_p when nothing records: one pass computes
@@ -49,13 +49,14 @@ bool fused_linear_pullback(const PullbackArgs& a, const Tensor& dy, Tensor* dx) 
   if ((t != f32 && t != f64) || dy.dtype() != t || dy.shape() != y.shape() ||
       !has_kernel(linear_backward_p, x.device()))
     return false;
-  Params p;
-  p.i[0] = a.params().i[0];
-  p.i[1] = (a.wants(0) ? kWantX : 0) | (a.wants(1) ? kWantW : 0) |
-           (a.params().i[1] && a.wants(2) ? kWantB : 0);
+  const LinearAttrs& la = a.attrs<LinearAttrs>();
+  LinearBackwardAttrs p;
+  p.epilogue = la.epilogue;
+  p.wants =
+      (a.wants(0) ? kWantX : 0) | (a.wants(1) ? kWantW : 0) | (la.bias && a.wants(2) ? kWantB : 0);
   // A cotangent only this backward pass holds (the next layer's dx, moved out of the tape's
   // slot) takes dz in place: no scratch as large as dy.
-  p.i[2] = sole_dense_handle(dy);
+  p.dz_over_dy = sole_dense_handle(dy);
   Tensor out = bind(linear_backward_p, {dy, x, w, y}, p);
   int64_t off = out.offset();
   auto take = [&](int i, const Shape& s) {
@@ -63,9 +64,9 @@ bool fused_linear_pullback(const PullbackArgs& a, const Tensor& dy, Tensor* dx) 
     dx[i] = make_view(out, s, st.data(), off);
     off += s.numel();
   };
-  if (p.i[1] & kWantX) take(0, x.shape());
-  if (p.i[1] & kWantW) take(1, w.shape());
-  if (p.i[1] & kWantB) take(2, Shape{w.shape()[0]});
+  if (p.wants & kWantX) take(0, x.shape());
+  if (p.wants & kWantW) take(1, w.shape());
+  if (p.wants & kWantB) take(2, Shape{w.shape()[0]});
   return true;
 }
 
@@ -73,17 +74,18 @@ bool fused_linear_pullback(const PullbackArgs& a, const Tensor& dy, Tensor* dx) 
 // product; a batched weight or bias (per-example parameters) takes the composed form.
 Tensor linear_batch(const Primitive& p, const BatchArgs& a) {
   const Tensor& x = a.in[0];
-  const bool bias = a.params.i[1] != 0;
+  const LinearAttrs& la = a.attrs.get<LinearAttrs>();
+  const bool bias = la.bias;
   if (!a.is_batched(1) && !(bias && a.is_batched(2))) {
     const int64_t m = x.shape()[1], k = x.shape()[2], n = a.in[1].shape()[0];
     const Tensor rows = reshape(x, {a.size * m, k});
     Tensor y =
-        bias ? bind(p, {rows, a.in[1], a.in[2]}, a.params) : bind(p, {rows, a.in[1]}, a.params);
+        bias ? bind(p, {rows, a.in[1], a.in[2]}, a.attrs) : bind(p, {rows, a.in[1]}, a.attrs);
     return reshape(y, {a.size, m, n});
   }
   Tensor z = matmul(x, transpose(a.in[1], -2, -1));
   if (bias) z = z + (a.is_batched(2) ? unsqueeze(a.in[2], 1) : a.in[2]);
-  return activate(Epilogue(a.params.i[0]), z);
+  return activate(la.epilogue, z);
 }
 
 }  // namespace
@@ -91,19 +93,20 @@ Tensor linear_batch(const Primitive& p, const BatchArgs& a) {
 // Internal, no pullback: only used when nothing records (fused_linear_pullback above).
 Primitive linear_backward_p{
     .name = "linear_backward",
-    .forward = [](const Primitive& p, std::span<const Tensor> in, const Params& pr) {
+    .forward = [](const Primitive& p, std::span<const Tensor> in, Attrs pr) {
       const int64_t m = in[1].shape()[0], k = in[1].shape()[1], n = in[2].shape()[0];
-      const int64_t size = (pr.i[1] & kWantX ? m * k : 0) + (pr.i[1] & kWantW ? n * k : 0) +
-                           (pr.i[1] & kWantB ? n : 0);
+      const int64_t wants = pr.get<LinearBackwardAttrs>().wants;
+      const int64_t size =
+          (wants & kWantX ? m * k : 0) + (wants & kWantW ? n * k : 0) + (wants & kWantB ? n : 0);
       Tensor out = Tensor::empty({size}, in[1].dtype(), output_device(in));
       dispatch({p, in, out, pr});
       return out;
     }};
 
-// Inputs (x (m, k), w (n, k)[, b (n,)]); params.i[0]: the Epilogue, i[1]: whether b is there.
+// Inputs (x (m, k), w (n, k)[, b (n,)]); LinearAttrs.
 Primitive linear_p{.name = "linear",
                    .forward =
-                       [](const Primitive& p, std::span<const Tensor> in, const Params& pr) {
+                       [](const Primitive& p, std::span<const Tensor> in, Attrs pr) {
                          Tensor out = Tensor::empty({in[0].shape()[0], in[1].shape()[0]},
                                                     in[0].dtype(), output_device(in));
                          dispatch({p, in, out, pr});
@@ -116,10 +119,10 @@ Primitive linear_p{.name = "linear",
                          const Tensor &x = a.input(0), &w = a.input(1);
                          // dW = dz^T x comes out in w's own (out, in) layout, as Dense's optimiser reads it.
                          const Tensor dz =
-                             times_derivative(Epilogue(a.params().i[0]), dy, a.output());
+                             times_derivative(a.attrs<LinearAttrs>().epilogue, dy, a.output());
                          if (a.wants(0)) dx[0] = matmul(dz, w);
                          if (a.wants(1)) dx[1] = matmul(transpose(dz), x);
-                         if (a.params().i[1] && a.wants(2)) dx[2] = sum(dz, 0);
+                         if (a.attrs<LinearAttrs>().bias && a.wants(2)) dx[2] = sum(dz, 0);
                        },
                    .jvp = [](const JvpArgs& a, const Tensor* dx) -> Tensor {
                      const Tensor &x = a.input(0), &w = a.input(1), &y = a.output();
@@ -127,9 +130,10 @@ Primitive linear_p{.name = "linear",
                      auto add = [&](const Tensor& t) { dz = dz.defined() ? dz + t : t; };
                      if (dx[0].defined()) add(matmul(dx[0], transpose(w)));
                      if (dx[1].defined()) add(matmul(x, transpose(dx[1])));
-                     if (a.params().i[1] && dx[2].defined()) add(expand(dx[2], y.shape()));
+                     if (a.attrs<LinearAttrs>().bias && dx[2].defined())
+                       add(expand(dx[2], y.shape()));
                      if (!dz.defined()) return dz;
-                     return times_derivative(Epilogue(a.params().i[0]), dz, y);
+                     return times_derivative(a.attrs<LinearAttrs>().epilogue, dz, y);
                    },
                    .batch = linear_batch};
 
@@ -154,9 +158,7 @@ Tensor linear(const Tensor& x0, const Tensor& w0, const Tensor& b0, Epilogue act
   const Tensor w = astype(w0, t);
   Tensor x = astype(x0, t);
   if (x.ndim() != 2) x = reshape(x, {-1, in});
-  Params p;
-  p.i[0] = code;
-  p.i[1] = b0.defined();
+  const LinearAttrs p{act, b0.defined()};
   Tensor y = b0.defined() ? bind(linear_p, {x, w, astype(b0, t)}, p) : bind(linear_p, {x, w}, p);
   if (x0.ndim() == 2) return y;
   Shape s = x0.shape();

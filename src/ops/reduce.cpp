@@ -46,61 +46,56 @@ Shape reduced_shape(const Shape& s, uint64_t mask, bool keepdim) {
   return r;
 }
 
-// params: i[0] axes mask, i[1] keepdim; shape = input shape. The output, of dtype t over the
-// kept axes, is filled by the kernel.
-Tensor reduce_into(const Primitive& p, std::span<const Tensor> in, const Params& pr, DType t) {
-  Tensor out = Tensor::empty(reduced_shape(in[0].shape(), uint64_t(pr.i[0]), pr.i[1] != 0), t,
-                             output_device(in));
+// ReduceAttrs. The output, of dtype t over the kept axes, is filled by the kernel.
+Tensor reduce_into(const Primitive& p, std::span<const Tensor> in, Attrs pr, DType t) {
+  const ReduceAttrs& r = pr.get<ReduceAttrs>();
+  Tensor out =
+      Tensor::empty(reduced_shape(in[0].shape(), r.axes, r.keepdims), t, output_device(in));
   dispatch({p, in, out, pr});
   return out;
 }
-Tensor reduce_forward(const Primitive& p, std::span<const Tensor> in, const Params& pr) {
+Tensor reduce_forward(const Primitive& p, std::span<const Tensor> in, Attrs pr) {
   return reduce_into(p, in, pr, in[0].dtype());
 }
-Tensor arg_forward(const Primitive& p, std::span<const Tensor> in, const Params& pr) {
+Tensor arg_forward(const Primitive& p, std::span<const Tensor> in, Attrs pr) {
   return reduce_into(p, in, pr, i64);
 }
-Tensor bool_reduce_forward(const Primitive& p, std::span<const Tensor> in, const Params& pr) {
+Tensor bool_reduce_forward(const Primitive& p, std::span<const Tensor> in, Attrs pr) {
   return reduce_into(p, in, pr, boolean);
 }
 
 // A reduced tensor brought back to the input's rank (size-1 reduced axes), then expanded.
-Tensor unreduce(const Tensor& y, const Params& p) {
-  Shape keep = reduced_shape(p.shape, uint64_t(p.i[0]), true);
-  return expand(reshape(y, keep), p.shape);
+Tensor unreduce(const Tensor& y, const ReduceAttrs& p) {
+  Shape keep = reduced_shape(p.input_shape, p.axes, true);
+  return expand(reshape(y, keep), p.input_shape);
 }
 
 void extremum_pullback(const PullbackArgs& a, const Tensor& dy, Tensor* dx) {
-  const Params& p = a.params();
+  const ReduceAttrs& p = a.attrs<ReduceAttrs>();
   const Tensor& x = a.input(0);
   // Ties share the cotangent equally (as PyTorch's amax/amin do).
   Tensor mask = astype(x == unreduce(a.output(), p), x.dtype());
-  Shape keep = reduced_shape(p.shape, uint64_t(p.i[0]), true);
-  Params keepdim = p;
-  keepdim.i[1] = 1;
+  Shape keep = reduced_shape(p.input_shape, p.axes, true);
+  ReduceAttrs keepdim = p;
+  keepdim.keepdims = true;
   Tensor count = bind(sum_p, {mask}, keepdim);
-  dx[0] = mask * expand(reshape(dy, keep) / count, p.shape);
+  dx[0] = mask * expand(reshape(dy, keep) / count, p.input_shape);
 }
 
 // d max = the mean of the tangents at the maximising positions (ties share, as in the pullback).
 Tensor extremum_jvp(const JvpArgs& a, const Tensor* dx) {
-  const Params& p = a.params();
+  const ReduceAttrs& p = a.attrs<ReduceAttrs>();
   const Tensor& x = a.input(0);
   Tensor mask = astype(x == unreduce(a.output(), p), x.dtype());
-  Params keepdim = p;
-  keepdim.i[1] = 1;
+  ReduceAttrs keepdim = p;
+  keepdim.keepdims = true;
   Tensor mean_dx = bind(sum_p, {mask * dx[0]}, keepdim) / bind(sum_p, {mask}, keepdim);
   return reshape(mean_dx, a.output().shape());
 }
 
-// Applies a reduction primitive over the axes in `mask` (its params: i[0] the mask, i[1]
-// keepdim, shape the input's).
+// Applies a reduction primitive over the axes in `mask`.
 Tensor bind_reduction(Primitive& prim, const Tensor& x, uint64_t mask, bool keepdim) {
-  Params p;
-  p.i[0] = int64_t(mask);
-  p.i[1] = keepdim;
-  p.shape = x.shape();
-  return bind(prim, {x}, p);
+  return bind(prim, {x}, ReduceAttrs{mask, keepdim, x.shape()});
 }
 
 Tensor reduce(Primitive& prim, const Tensor& x, const Axes& axes, bool keepdim) {
@@ -121,7 +116,7 @@ Tensor reduce(Primitive& prim, const Tensor& x, const Axes& axes, bool keepdim) 
 Primitive sum_p{.name = "sum",
                 .forward = reduce_forward,
                 .pullback = [](const PullbackArgs& a, const Tensor& dy,
-                               Tensor* dx) { dx[0] = unreduce(dy, a.params()); },
+                               Tensor* dx) { dx[0] = unreduce(dy, a.attrs<ReduceAttrs>()); },
                 .jvp = linear_jvp,
                 .batch = detail::batch_reduce};
 Primitive max_p{.name = "max",
@@ -156,12 +151,12 @@ Primitive logsumexp_p{
     .saves = saves::input(0) | saves::output,
     .pullback =
         [](const PullbackArgs& a, const Tensor& dy, Tensor* dx) {
-          const Params& p = a.params();
+          const ReduceAttrs& p = a.attrs<ReduceAttrs>();
           dx[0] = logsumexp_grad(unreduce(dy, p), a.input(0), unreduce(a.output(), p));
         },
     .jvp =
         [](const JvpArgs& a, const Tensor* dx) {
-          const Params& p = a.params();
+          const ReduceAttrs& p = a.attrs<ReduceAttrs>();
           return bind(sum_p, {dx[0] * exp(a.input(0) - unreduce(a.output(), p))}, p);
         },
     .batch = detail::batch_reduce};
@@ -175,14 +170,14 @@ Primitive sum_squares_p{
     .pullback =
         [](const PullbackArgs& a, const Tensor& dy, Tensor* dx) {
           const Tensor& x = a.input(0);
-          Tensor d = unreduce(dy, a.params());
+          Tensor d = unreduce(dy, a.attrs<ReduceAttrs>());
           // d is expanded, so it cannot take the result; x can when the tape alone holds it (a
           // (K, N, D) GMM temporary): no fresh buffer, and the write lands on lines just read.
           if (!fused_pullback(square_backward_p, d, x, dx[0], a.reusable_input(0)))
             dx[0] = d * (x * 2.0);
         },
     .jvp = [](const JvpArgs& a,
-              const Tensor* dx) { return bind(sum_p, {dx[0] * (a.input(0) * 2.0)}, a.params()); },
+              const Tensor* dx) { return bind(sum_p, {dx[0] * (a.input(0) * 2.0)}, a.attrs()); },
     .batch = detail::batch_reduce};
 // any and all: bool outputs over the reduced axes, never differentiated.
 Primitive any_p{.name = "any", .forward = bool_reduce_forward, .batch = detail::batch_reduce};
@@ -267,11 +262,7 @@ Tensor sum_to(const Tensor& x, const Shape& shape) {
   // inner ones keeps them as 1s. Either way the sum has the target shape, and only a mix needs
   // the reshape (an op of its own in a pass where every op counts).
   const bool only_leading = (mask >> lead) == 0;
-  Params p;
-  p.i[0] = int64_t(mask);
-  p.i[1] = only_leading ? 0 : 1;
-  p.shape = x.shape();
-  Tensor s = bind(sum_p, {x}, p);
+  Tensor s = bind(sum_p, {x}, ReduceAttrs{mask, !only_leading, x.shape()});
   return lead == 0 || only_leading ? s : reshape(s, shape);
 }
 

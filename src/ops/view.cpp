@@ -13,14 +13,14 @@
 namespace fx {
 namespace {
 
-Shape list_shape(const Params& p) { return Shape(p.list); }
-
-Tensor reshape_forward(const Primitive&, std::span<const Tensor> in, const Params& p) {
+Tensor reshape_forward(const Primitive&, std::span<const Tensor> in, Attrs attrs) {
+  const ReshapeAttrs& p = attrs.get<ReshapeAttrs>();
   auto st = contiguous_strides(p.shape);
   return make_view(in[0], p.shape, st.data(), in[0].offset());
 }
 
-Tensor permute_forward(const Primitive&, std::span<const Tensor> in, const Params& p) {
+Tensor permute_forward(const Primitive&, std::span<const Tensor> in, Attrs attrs) {
+  const ShapeAttrs& p = attrs.get<ShapeAttrs>();
   const Tensor& x = in[0];
   Shape s;
   int64_t st[kMaxDims];
@@ -31,29 +31,28 @@ Tensor permute_forward(const Primitive&, std::span<const Tensor> in, const Param
   return make_view(x, s, st, x.offset());
 }
 
-// params: i[0] axis, i[1] start, i[2] length, i[3] step; shape = input shape.
-Tensor slice_forward(const Primitive&, std::span<const Tensor> in, const Params& p) {
-  const Tensor& x = in[0];
-  int axis = int(p.i[0]);
+Tensor slice_view(const Tensor& x, const SliceAttrs& p) {
+  const int axis = int(p.axis);
   Shape s = x.shape();
-  s[axis] = p.i[2];
+  s[axis] = p.length;
   int64_t st[kMaxDims];
   for (int d = 0; d < s.size(); ++d) st[d] = x.stride(d);
-  st[axis] *= p.i[3];
-  return make_view(x, s, st, x.offset() + p.i[1] * x.stride(axis));
+  st[axis] *= p.step;
+  return make_view(x, s, st, x.offset() + p.start * x.stride(axis));
+}
+Tensor slice_forward(const Primitive&, std::span<const Tensor> in, Attrs attrs) {
+  return slice_view(in[0], attrs.get<SliceAttrs>());
 }
 
-Tensor pad_slice_forward(const Primitive& prim, std::span<const Tensor> in, const Params& p) {
-  Tensor out = Tensor::empty(p.shape, in[0].dtype(), output_device(in));
-  Params kp;
-  kp.i[0] = p.i[0];
-  kp.i[1] = p.i[1];
-  kp.i[2] = p.i[3];
-  dispatch({prim, in, out, kp});
+// Writes memory: a kernel fills the zeros and the slice (SliceAttrs).
+Tensor shaped_like_slice_base(const Primitive& prim, std::span<const Tensor> in, Attrs attrs) {
+  Tensor out = Tensor::empty(attrs.get<SliceAttrs>().shape, in[0].dtype(), output_device(in));
+  dispatch({prim, in, out, attrs});
   return out;
 }
 
-Tensor expand_forward(const Primitive&, std::span<const Tensor> in, const Params& p) {
+Tensor expand_forward(const Primitive&, std::span<const Tensor> in, Attrs attrs) {
+  const ReshapeAttrs& p = attrs.get<ReshapeAttrs>();
   const Tensor& x = in[0];
   int lead = p.shape.size() - x.ndim();
   int64_t st[kMaxDims];
@@ -64,11 +63,12 @@ Tensor expand_forward(const Primitive&, std::span<const Tensor> in, const Params
   return make_view(x, p.shape, st, x.offset());
 }
 
-Tensor concat_forward(const Primitive& prim, std::span<const Tensor> in, const Params& p) {
+Tensor concat_forward(const Primitive& prim, std::span<const Tensor> in, Attrs attrs) {
+  const ConcatAttrs& p = attrs.get<ConcatAttrs>();
   Shape s = in[0].shape();
-  s[int(p.i[0])] = std::accumulate(p.list.begin(), p.list.end(), int64_t(0));
+  s[int(p.axis)] = std::accumulate(p.sizes.begin(), p.sizes.end(), int64_t(0));
   Tensor out = Tensor::empty(s, in[0].dtype(), output_device(in));
-  dispatch({prim, in, out, p});
+  dispatch({prim, in, out, attrs});
   return out;
 }
 
@@ -76,30 +76,32 @@ Tensor concat_forward(const Primitive& prim, std::span<const Tensor> in, const P
 
 // Batching rules (fx::vmap): the batch is axis 0 of every batched input, so axes move up by one.
 Tensor reshape_batch(const Primitive&, const BatchArgs& a) {
-  return reshape(a.in[0], detail::with_batch(a.size, a.params.shape));
+  return reshape(a.in[0], detail::with_batch(a.size, a.attrs.get<ReshapeAttrs>().shape));
 }
 Tensor permute_batch(const Primitive&, const BatchArgs& a) {
   Shape perm{0};
-  for (int64_t d : a.params.shape) perm.push_back(d + 1);
+  for (int64_t d : a.attrs.get<ShapeAttrs>().shape) perm.push_back(d + 1);
   return permute(a.in[0], perm);
 }
 Tensor expand_batch(const Primitive&, const BatchArgs& a) {
   Tensor x = a.in[0];
-  const int rank = a.params.shape.size();
+  const Shape& target = a.attrs.get<ReshapeAttrs>().shape;
+  const int rank = target.size();
   if (x.ndim() - 1 < rank) {  // expand aligns on the right: size-1 axes after the batch axis
     Shape s{a.size};
     for (int k = x.ndim() - 1; k < rank; ++k) s.push_back(1);
     for (int d = 1; d < x.ndim(); ++d) s.push_back(x.shape()[d]);
     x = reshape(x, s);
   }
-  return expand(x, detail::with_batch(a.size, a.params.shape));
+  return expand(x, detail::with_batch(a.size, target));
 }
 
 }  // namespace
 
-Primitive reshape_p{.name = "reshape",
-                    .forward = reshape_forward,
-                    .pullback = FX_PULLBACK{dx[0] = reshape(dy, list_shape(a.params()));
+Primitive reshape_p{
+    .name = "reshape",
+    .forward = reshape_forward,
+    .pullback = FX_PULLBACK{dx[0] = reshape(dy, a.attrs<ReshapeAttrs>().input_shape);
 }  // namespace fx
 ,
     // Not linear_jvp: the forward assumes a contiguous input, which a tangent need not be.
@@ -109,7 +111,7 @@ Primitive reshape_p{.name = "reshape",
 ;
 Primitive permute_p{.name = "permute",
                     .forward = permute_forward,
-                    .pullback = FX_PULLBACK{const Shape& perm = a.params().shape;
+                    .pullback = FX_PULLBACK{const Shape& perm = a.attrs<ShapeAttrs>().shape;
 Shape inv = perm;
 for (int d = 0; d < perm.size(); ++d) inv[int(perm[d])] = d;
 dx[0] = permute(dy, inv);
@@ -121,68 +123,61 @@ dx[0] = permute(dy, inv);
 // dy into its part of the cotangent summed so far: one small add where pad_slice would fill a
 // whole zero tensor and the tape would then add all of it.
 namespace {
-bool add_into_slice(Tensor& acc, const Tensor& dy, const Params& p) {
+bool add_into_slice(Tensor& acc, const Tensor& dy, const SliceAttrs& p) {
   if (acc.dtype() != dy.dtype() || acc.device() != dy.device() || !(acc.shape() == p.shape))
     return false;
-  Tensor part = slice_forward(slice_p, {&acc, 1}, p);
+  Tensor part = slice_view(acc, p);
   detail::BorrowedTensors in({part, dy});
-  dispatch({add_p, in.span(), part, Params{}});
+  dispatch({add_p, in.span(), part, {}});
   return true;
 }
 }  // namespace
 
-Primitive slice_p{
-    .name = "slice", .forward = slice_forward, .pullback = FX_PULLBACK{const Params& p = a.params();
+Primitive slice_p{.name = "slice",
+                  .forward = slice_forward,
+                  .pullback = FX_PULLBACK{const SliceAttrs& p = a.attrs<SliceAttrs>();
 if (Tensor* acc = a.accumulator(0); acc && add_into_slice(*acc, dy, p)) return;
 dx[0] = bind(pad_slice_p, {dy}, p);
 }
-, .jvp = linear_jvp, .batch = detail::batch_along_axis
+, .jvp = linear_jvp, .batch = detail::batch_along_axis<SliceAttrs>
 }
 ;
 // pad_slice(dy) = zeros(shape) with dy written at the slice: the adjoint of slice.
 Primitive pad_slice_p{.name = "pad_slice",
-                      .forward = pad_slice_forward,
-                      .pullback = FX_PULLBACK{const Params& p = a.params();
-dx[0] = slice(dy, p.i[0], p.i[1], p.i[1] + (p.i[2] - 1) * p.i[3] + 1, p.i[3]);
+                      .forward = shaped_like_slice_base,
+                      .pullback = FX_PULLBACK{dx[0] = bind(slice_p, {dy}, a.attrs());
 }
-, .jvp = linear_jvp, .batch = detail::batch_along_axis
+, .jvp = linear_jvp, .batch = detail::batch_along_axis<SliceAttrs>
 }
 ;
 // slice_set(base, value) = base with value written at a slice: what element and slice
-// assignment record (fluxion/ops/inplace.hpp). Params as slice's; shape = base shape.
+// assignment record (fluxion/ops/inplace.hpp). Attributes as slice's; shape = base shape.
 Primitive slice_set_p{.name = "slice_set",
-                      .forward =
-                          [](const Primitive& prim, std::span<const Tensor> in, const Params& p) {
-                            Tensor out = Tensor::empty(p.shape, in[0].dtype(), output_device(in));
-                            dispatch({prim, in, out, p});
-                            return out;
-                          },
-                      .pullback = FX_PULLBACK{const Params& p = a.params();
-int64_t stop = p.i[1] + (p.i[2] - 1) * p.i[3] + 1;
-Tensor part = slice(dy, p.i[0], p.i[1], stop, p.i[3]);
-if (a.wants(0)) dx[0] = bind(slice_set_p, {dy, expanded_zeros_like(part)}, p);
+                      .forward = shaped_like_slice_base,
+                      .pullback = FX_PULLBACK{Tensor part = bind(slice_p, {dy}, a.attrs());
+if (a.wants(0)) dx[0] = bind(slice_set_p, {dy, expanded_zeros_like(part)}, a.attrs());
 if (a.wants(1)) dx[1] = part;
 }
-, .jvp = linear_jvp, .batch = detail::batch_along_axis
+, .jvp = linear_jvp, .batch = detail::batch_along_axis<SliceAttrs>
 }
 ;
 Primitive expand_p{.name = "expand",
                    .forward = expand_forward,
-                   .pullback = FX_PULLBACK{dx[0] = sum_to(dy, list_shape(a.params()));
+                   .pullback = FX_PULLBACK{dx[0] = sum_to(dy, a.attrs<ReshapeAttrs>().input_shape);
 }
 , .jvp = linear_jvp, .batch = expand_batch
 }
 ;
 Primitive concat_p{.name = "concat",
                    .forward = concat_forward,
-                   .pullback = FX_PULLBACK{const Params& p = a.params();
+                   .pullback = FX_PULLBACK{const ConcatAttrs& p = a.attrs<ConcatAttrs>();
 int64_t at = 0;
-for (size_t i = 0; i < p.list.size(); ++i) {
-  if (a.wants(int(i))) dx[i] = slice(dy, p.i[0], at, at + p.list[i]);
-  at += p.list[i];
+for (size_t i = 0; i < p.sizes.size(); ++i) {
+  if (a.wants(int(i))) dx[i] = slice(dy, p.axis, at, at + p.sizes[i]);
+  at += p.sizes[i];
 }
 }
-, .jvp = linear_jvp, .batch = detail::batch_along_axis
+, .jvp = linear_jvp, .batch = detail::batch_along_axis<ConcatAttrs>
 }
 ;
 #undef FX_PULLBACK
@@ -207,10 +202,7 @@ Tensor reshape(const Tensor& x, const Shape& shape) {
            " elements) to ", shape);
   if (shape == x.shape()) return x;
   Tensor c = contiguous(x);
-  Params p;
-  p.shape = shape;
-  p.list = c.shape().span();
-  return bind(reshape_p, {c}, p);
+  return bind(reshape_p, {c}, ReshapeAttrs{shape, c.shape()});
 }
 
 Tensor reshape(const Tensor& x, std::initializer_list<int64_t> dims) {
@@ -260,9 +252,7 @@ Tensor permute(const Tensor& x, const Shape& axes) {
     identity &= axes[d] == d;
   }
   if (identity) return x;
-  Params p;
-  p.shape = axes;
-  return bind(permute_p, {x}, p);
+  return bind(permute_p, {x}, ShapeAttrs{axes});
 }
 
 Tensor permute(const Tensor& x, std::initializer_list<int64_t> axes) {
@@ -305,10 +295,10 @@ Tensor unsqueeze(const Tensor& x, int64_t axis) {
 }
 
 namespace {
-// slice's parameters: i[0] axis, i[1] start, i[2] length, i[3] step, shape = x's shape; start
-// and stop are clamped Python-style, negative values counting from the end.
-Params slice_params(const Tensor& x, int64_t axis, int64_t start, int64_t stop, int64_t step,
-                    const char* op) {
+// slice's attributes; start and stop are clamped Python-style, negative values counting from
+// the end.
+SliceAttrs slice_attrs(const Tensor& x, int64_t axis, int64_t start, int64_t stop, int64_t step,
+                       const char* op) {
   int a = normalize_axis(axis, x.ndim(), op);
   FX_CHECK(step >= 1, op, ": step must be positive, got ", step);
   int64_t n = x.shape()[a];
@@ -316,29 +306,27 @@ Params slice_params(const Tensor& x, int64_t axis, int64_t start, int64_t stop, 
   if (stop < 0) stop += n;
   start = std::clamp<int64_t>(start, 0, n);
   stop = std::clamp<int64_t>(stop, start, n);
-  Params p;
-  p.i[0] = a;
-  p.i[1] = start;
-  p.i[2] = (stop - start + step - 1) / step;
-  p.i[3] = step;
-  p.shape = x.shape();
-  return p;
+  return {.axis = a,
+          .start = start,
+          .length = (stop - start + step - 1) / step,
+          .step = step,
+          .shape = x.shape()};
 }
 }  // namespace
 
 Tensor slice(const Tensor& x, int64_t axis, int64_t start, int64_t stop, int64_t step) {
   FX_CHECK(x.defined(), "fx::slice: undefined tensor");
-  Params p = slice_params(x, axis, start, stop, step, "fx::slice");
-  if (p.i[1] == 0 && p.i[2] == x.shape()[int(p.i[0])] && p.i[3] == 1) return x;
+  const SliceAttrs p = slice_attrs(x, axis, start, stop, step, "fx::slice");
+  if (p.start == 0 && p.length == x.shape()[int(p.axis)] && p.step == 1) return x;
   return bind(slice_p, {x}, p);
 }
 
 Tensor slice_set(const Tensor& base, int64_t axis, int64_t start, int64_t stop, int64_t step,
                  const Tensor& value) {
   FX_CHECK(base.defined() && value.defined(), "fx::slice_set: undefined tensor");
-  Params p = slice_params(base, axis, start, stop, step, "fx::slice_set");
+  const SliceAttrs p = slice_attrs(base, axis, start, stop, step, "fx::slice_set");
   Shape region = base.shape();
-  region[int(p.i[0])] = p.i[2];
+  region[int(p.axis)] = p.length;
   Tensor v = astype(value, promote(base.dtype(), value.dtype()));
   FX_CHECK(broadcast_shapes(v.shape(), region, "slice_set") == region, "fx::slice_set: value ",
            value.shape(), " does not fit the slice ", region, " of ", base.shape());
@@ -361,10 +349,7 @@ Tensor expand(const Tensor& x, const Shape& shape) {
     ok = xd == td || xd == 1;
   }
   FX_CHECK(ok, "fx::expand: ", x.shape(), " cannot expand to ", shape);
-  Params p;
-  p.shape = shape;
-  p.list = x.shape().span();
-  return bind(expand_p, {x}, p);
+  return bind(expand_p, {x}, ReshapeAttrs{shape, x.shape()});
 }
 
 Tensor contiguous(const Tensor& x) {
@@ -397,10 +382,7 @@ Tensor concat(const std::vector<Tensor>& xs, int64_t axis) {
     ins.push_back(astype(x, t));
   }
   if (ins.size() == 1) return ins[0];
-  Params p;
-  p.i[0] = a;
-  p.list = sizes;
-  return bind(concat_p, std::span<const Tensor>(ins), p);
+  return bind(concat_p, std::span<const Tensor>(ins), ConcatAttrs{a, sizes});
 }
 
 Tensor stack(const std::vector<Tensor>& xs, int64_t axis) {

@@ -107,9 +107,7 @@ TEST(Forward, PrimitiveWithoutPushforwardIsANamedError) {
   for (fx::Primitive* p : fx::builtin_primitives())
     if (p == &fx::mul_scalar_p)
       std::copy(std::begin(p->kernels[0]), std::end(p->kernels[0]), std::begin(twice.kernels[0]));
-  fx::Params params;
-  params.s = 2;
-  auto f = [&](const Tensor& x) { return fx::bind(twice, {x}, params); };
+  auto f = [&](const Tensor& x) { return fx::bind(twice, {x}, fx::ScalarAttrs{2}); };
   Tensor x = fx::tensor({1, 2}, fx::f64);
   EXPECT_TRUE(fx::allclose(fx::gradient([&](const Tensor& x) { return fx::sum(f(x)); }, x),
                            fx::full({2}, 2.0, fx::f64), 0, 0));

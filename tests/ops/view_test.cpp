@@ -19,14 +19,10 @@ Shape reversed(const Shape& s) {
 OpFn pad(int axis, int64_t start, int64_t step, int64_t extra) {
   return [=](const Args& a) {
     const Tensor& dy = a[0];
-    Params p;
-    p.i[0] = axis;
-    p.i[1] = start;
-    p.i[2] = dy.shape()[axis];
-    p.i[3] = step;
     Shape s = dy.shape();
     s[axis] = start + (s[axis] - 1) * step + 1 + extra;
-    p.shape = s;
+    const SliceAttrs p{
+        .axis = axis, .start = start, .length = dy.shape()[axis], .step = step, .shape = s};
     return bind(pad_slice_p, {dy}, p);
   };
 }

@@ -139,14 +139,10 @@ torch::Tensor t_pad_slice(const torch::Tensor& dy, int64_t axis, int64_t start, 
 fx::rows::OpFn fx_pad_slice(int axis, int64_t start, int64_t step, int64_t extra) {
   return [=](const Args& a) {
     const Tensor& dy = a[0];
-    fx::Params p;
-    p.i[0] = axis;
-    p.i[1] = start;
-    p.i[2] = dy.shape()[axis];
-    p.i[3] = step;
     fx::Shape s = dy.shape();
     s[axis] = start + (s[axis] - 1) * step + 1 + extra;
-    p.shape = s;
+    const fx::SliceAttrs p{
+        .axis = axis, .start = start, .length = dy.shape()[axis], .step = step, .shape = s};
     return fx::bind(fx::pad_slice_p, {dy}, p);
   };
 }

@@ -91,12 +91,12 @@ Tensor detach(const Tensor& x);
 
 // Forward of every run-time rule: its last input, which the rule computed, as a fresh untagged
 // handle (bind then tags it as the rule's output). Pushforward: that input's tangent.
-Tensor rule_forward(const Primitive& p, std::span<const Tensor> in, const Params& params);
+Tensor rule_forward(const Primitive& p, std::span<const Tensor> in, Attrs attrs);
 Tensor rule_jvp(const JvpArgs& args, const Tensor* dx);
 
 // bind(p, in) and, if a tape recorded the node, keeps `owner` (which p lives in) alive with it.
 Tensor bind_rule(const Primitive& p, std::span<const Tensor> in,
-                 const std::shared_ptr<const void>& owner, const Params& params = {});
+                 const std::shared_ptr<const void>& owner, Attrs attrs = {});
 
 // The type-erased rule: a Primitive whose pullback trampoline finds these closures by casting the
 // `const Primitive&` it receives back to this object.

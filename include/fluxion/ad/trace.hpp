@@ -44,8 +44,7 @@ class Graph {
   struct Equation {
     const Primitive* prim;
     std::vector<int> inputs;  // value ids; -1 for an undefined (optional) input
-    Params params;            // params.list is empty: the list is `list`
-    std::vector<int64_t> list;
+    AttrStore attrs;          // printed as {name=value ...}
     int output;
   };
 

@@ -8,6 +8,7 @@
 //   auto h = fx::linear(x, w, bias, fx::Epilogue::relu);   // relu(x @ w^T + b), one primitive
 #pragma once
 #include "fluxion/core/tensor.hpp"
+#include "fluxion/ops/attrs.hpp"
 
 namespace fx {
 
@@ -17,6 +18,24 @@ Tensor dot(const Tensor& a, const Tensor& b);  // 1-d inner product -> 0-d
 // The activation fx::linear applies to the product (a GEMM epilogue, as cuBLASLt and oneDNN
 // call it). Each is computed, and differentiated, from its output alone.
 enum class Epilogue : int64_t { identity, relu, tanh, sigmoid };
+
+// Attributes of the linear primitive and of its fused backward (kernels read them).
+struct LinearAttrs {
+  Epilogue epilogue = Epilogue::identity;
+  bool bias = false;
+  FX_ATTRS(LinearAttrs, epilogue, bias)
+};
+struct LinearBackwardAttrs {
+  Epilogue epilogue = Epilogue::identity;
+  int64_t wants = 0;        // bits: 1 dx, 2 dW, 4 db
+  bool dz_over_dy = false;  // dy is the backward pass's own buffer: dz may overwrite it
+  FX_ATTRS(LinearBackwardAttrs, epilogue, wants, dz_over_dy)
+};
+// matmul's fused backward: with dA_in_dy, dA overwrites dy and the output is dB alone.
+struct MatmulBackwardAttrs {
+  bool dA_in_dy = false;
+  FX_ATTRS(MatmulBackwardAttrs, dA_in_dy)
+};
 
 // act(x @ w^T + b) for x (..., in), w (out, in) and b (out,) or undefined: a fully connected
 // layer (fx::nn::Dense) as one primitive. The same values as the composed ops, at less cost:

@@ -23,23 +23,13 @@
 #include <span>
 
 #include "fluxion/core/tensor.hpp"
+#include "fluxion/ops/attrs.hpp"
 
 namespace fx {
 
-// Parameters of one application of a primitive: the forward reads them, the tape copies them,
-// the pullback reads them back. Plain data so recording costs a copy, never an allocation.
-struct Params {
-  int64_t i[4] = {0, 0, 0, 0};    // axes masks, dims, flags: meaning is per primitive
-  double s = 0;                   // a scalar operand
-  Shape shape;                    // a shape the op or its pullback needs (target, or input shape)
-  std::span<const int64_t> list;  // variable-length ints (concat sizes); copied into the tape
-  DType dtype = DType::f32;       // a dtype the op or its pullback needs
-};
-
 class PullbackArgs;
 class JvpArgs;
-using ForwardFn = Tensor (*)(const struct Primitive& p, std::span<const Tensor> in,
-                             const Params& params);
+using ForwardFn = Tensor (*)(const struct Primitive& p, std::span<const Tensor> in, Attrs attrs);
 // Writes the cotangent of input i into dx[i] for each i with args.wants(i); leaving dx[i]
 // undefined means a zero cotangent.
 using PullbackFn = void (*)(const PullbackArgs& args, const Tensor& dy, Tensor* dx);
@@ -50,12 +40,12 @@ using JvpFn = Tensor (*)(const JvpArgs& args, const Tensor* dx);
 
 // What a batching rule (fx::vmap) reads: the inputs as they are stored, each either batched
 // (the batch is its axis 0, of length `size`, before the logical axes) or shared by the whole
-// batch (its logical value), and the parameters of the unbatched application.
+// batch (its logical value), and the attributes of the unbatched application.
 struct BatchArgs {
   std::span<const Tensor> in;
   uint64_t batched;  // bit i: in[i] carries the batch on axis 0
   int64_t size;
-  const Params& params;
+  Attrs attrs;
   bool is_batched(size_t i) const { return i < 64 && ((batched >> i) & 1u); }
 };
 // Applies the primitive to a whole batch at once, with public ops or bind on the stored values;
@@ -68,7 +58,7 @@ struct KernelCall {
   const struct Primitive& prim;
   std::span<const Tensor> in;
   const Tensor& out;
-  const Params& params;
+  Attrs attrs;
 };
 // Returns false to decline (the next backend on the device's list is tried).
 using KernelFn = bool (*)(const KernelCall& call);
@@ -94,15 +84,19 @@ struct Primitive {
   KernelFn kernels[kNumDevices][kMaxBackends] = {};  // by DeviceKind
 };
 
-// What a pullback may read: the saved tensors, the parameters, and which inputs need cotangents.
+// What a pullback may read: the saved tensors, the attributes, and which inputs need cotangents.
 class PullbackArgs {
  public:
-  PullbackArgs(const Primitive& p, const Tensor* saved, const Tensor& out, const Params& params,
+  PullbackArgs(const Primitive& p, const Tensor* saved, const Tensor& out, Attrs attrs,
                uint64_t wants_mask)
-      : prim_(p), saved_(saved), out_(out), params_(params), wants_(wants_mask) {}
+      : prim_(p), saved_(saved), out_(out), attrs_(attrs), wants_(wants_mask) {}
   const Tensor& input(int i) const;  // throws if the primitive does not save input i
   const Tensor& output() const;      // throws if the primitive does not save its output
-  const Params& params() const { return params_; }
+  template <class A>
+  const A& attrs() const {
+    return attrs_.get<A>();
+  }
+  Attrs attrs() const { return attrs_; }
   // The entry being differentiated: rules made at run time (fx::custom_rule) embed Primitive in
   // a larger object and find their closures through it.
   const Primitive& primitive() const { return prim_; }
@@ -128,29 +122,33 @@ class PullbackArgs {
   const Primitive& prim_;
   const Tensor* saved_;
   const Tensor& out_;
-  const Params& params_;
+  Attrs attrs_;
   uint64_t wants_;
   Tensor* grads_ = nullptr;          // the tape's cotangents, by slot
   const uint32_t* slots_ = nullptr;  // the slot of each input
   Tensor* reusable_ = nullptr;       // saved_, writable: set by a sweep that runs once
 };
 
-// What a pushforward may read: every input, the output and the parameters.
+// What a pushforward may read: every input, the output and the attributes.
 class JvpArgs {
  public:
-  JvpArgs(const Primitive& p, std::span<const Tensor> in, const Tensor& out, const Params& params)
-      : prim_(p), in_(in), out_(out), params_(params) {}
+  JvpArgs(const Primitive& p, std::span<const Tensor> in, const Tensor& out, Attrs attrs)
+      : prim_(p), in_(in), out_(out), attrs_(attrs) {}
   const Tensor& input(int i) const { return in_[size_t(i)]; }
   size_t num_inputs() const { return in_.size(); }
   const Tensor& output() const { return out_; }
-  const Params& params() const { return params_; }
+  template <class A>
+  const A& attrs() const {
+    return attrs_.get<A>();
+  }
+  Attrs attrs() const { return attrs_; }
   const Primitive& primitive() const { return prim_; }
 
  private:
   const Primitive& prim_;
   std::span<const Tensor> in_;
   const Tensor& out_;
-  const Params& params_;
+  Attrs attrs_;
 };
 
 // The pushforward of a primitive linear in its floating inputs (views, sums, indexing with fixed
@@ -160,11 +158,11 @@ Tensor linear_jvp(const JvpArgs& args, const Tensor* dx);
 namespace detail {
 // Non-zero while any differentiation is recording on this thread (see ad/tape.hpp).
 extern thread_local int recording_depth;
-void record(const Primitive& p, std::span<const Tensor> in, Tensor& out, const Params& params);
+void record(const Primitive& p, std::span<const Tensor> in, Tensor& out, Attrs attrs);
 // record() on the tapes of levels [from, recording_depth) only (an interpreter's logical
 // values are watched by the tapes begun inside it; the values it stores, by those outside).
 void record_levels(int from, const Primitive& p, std::span<const Tensor> in, Tensor& out,
-                   const Params& params);
+                   Attrs attrs);
 
 // An interpreter that takes over bind (fx::trace, fx::vmap): they stack, the innermost on top.
 // process() handles an application, usually by applying primitives to the values it stores
@@ -173,7 +171,7 @@ void record_levels(int from, const Primitive& p, std::span<const Tensor> in, Ten
 class Interpreter {
  public:
   virtual ~Interpreter() = default;
-  virtual Tensor process(const Primitive& p, std::span<const Tensor> in, const Params& params) = 0;
+  virtual Tensor process(const Primitive& p, std::span<const Tensor> in, Attrs attrs) = 0;
   Interpreter* below = nullptr;
 };
 extern thread_local constinit Interpreter* top_interpreter;
@@ -225,13 +223,13 @@ Tensor untagged_view(const Tensor& x);
 
 // Applies a primitive: forward, then record when a differentiation is watching. Anomaly mode
 // costs one predictable branch here when it is off.
-inline Tensor bind(const Primitive& p, std::span<const Tensor> in, const Params& params = {}) {
+inline Tensor bind(const Primitive& p, std::span<const Tensor> in, Attrs attrs = {}) {
   if (detail::top_interpreter) [[unlikely]]
-    return detail::top_interpreter->process(p, in, params);
-  Tensor out = p.forward(p, in, params);
+    return detail::top_interpreter->process(p, in, attrs);
+  Tensor out = p.forward(p, in, attrs);
   if (detail::anomaly_checks) [[unlikely]]
     detail::check_forward_anomaly(p, in, out);
-  if (detail::recording_depth != 0 && p.pullback) detail::record(p, in, out, params);
+  if (detail::recording_depth != 0 && p.pullback) detail::record(p, in, out, attrs);
   return out;
 }
 namespace detail {
@@ -264,14 +262,14 @@ struct BorrowedTensors {
   ~BorrowedTensors() {}
   std::span<const Tensor> span() const { return {t, n}; }
 };
-Tensor bind_owned(const Primitive& p, std::initializer_list<TensorRef> in, const Params& params);
+Tensor bind_owned(const Primitive& p, std::initializer_list<TensorRef> in, Attrs attrs);
 }  // namespace detail
 
 inline Tensor bind(const Primitive& p, std::initializer_list<detail::TensorRef> in,
-                   const Params& params = {}) {
-  if (in.size() > detail::BorrowedTensors::kMax) return detail::bind_owned(p, in, params);
+                   Attrs attrs = {}) {
+  if (in.size() > detail::BorrowedTensors::kMax) return detail::bind_owned(p, in, attrs);
   detail::BorrowedTensors b(in);
-  return bind(p, b.span(), params);
+  return bind(p, b.span(), attrs);
 }
 
 // Runs the first backend kernel of the output's device that accepts the call.
@@ -287,8 +285,8 @@ inline Device output_device(std::span<const Tensor> in) {
 
 // Common forwards: allocate the output with the given rule, then dispatch.
 // elementwise_forward: output shaped and typed like input 0; compare_forward: bool output.
-Tensor elementwise_forward(const Primitive& p, std::span<const Tensor> in, const Params& params);
-Tensor compare_forward(const Primitive& p, std::span<const Tensor> in, const Params& params);
+Tensor elementwise_forward(const Primitive& p, std::span<const Tensor> in, Attrs attrs);
+Tensor compare_forward(const Primitive& p, std::span<const Tensor> in, Attrs attrs);
 
 // Backend registration: a backend fills its kernels for one device (see src/backend/*).
 void register_kernel(Primitive& p, Device device, int backend_rank, KernelFn fn);

@@ -68,12 +68,11 @@ bool kernel_trampoline(const KernelCall& c) {
   return true;
 }
 
-inline Tensor forward_trampoline(const Primitive& p, std::span<const Tensor> in,
-                                 const Params& params) {
+inline Tensor forward_trampoline(const Primitive& p, std::span<const Tensor> in, Attrs attrs) {
   SpyState& s = spy();
   int i = s.index(p);
   ++s.forward_calls[size_t(i)];
-  return s.forwards[size_t(i)](p, in, params);
+  return s.forwards[size_t(i)](p, in, attrs);
 }
 
 template <size_t... R>

@@ -88,14 +88,14 @@ Arg make_arg(int id, const memory::desc& user, const memory::desc& inner, bool o
 
 Entry make_entry(std::vector<int64_t> key, Mode mode, const KernelCall& c) {
   Entry e{std::move(key), std::nullopt, {}, {}};
-  const Geometry g(c.params);
+  const Geometry g(c.attrs);
   const int nd = g.nd;
   const auto f32 = memory::data_type::f32;
   // x, w, y: whichever tensors play them.
   const Tensor& X = mode == Mode::data ? c.out : c.in[0];
   const Tensor& W = mode == Mode::forward ? c.in[1] : mode == Mode::data ? c.in[1] : c.out;
   const Tensor& Y = mode == Mode::forward ? c.out : c.in[mode == Mode::data ? 0 : 1];
-  const bool bias = mode == Mode::forward && c.params.i[1];
+  const bool bias = mode == Mode::forward && g.bias();
   memory::dims strides(nd), dil(nd), pl(nd), pr(nd);
   for (int a = 0; a < nd; ++a) {
     strides[a] = g.stride(a);
@@ -180,9 +180,9 @@ bool onednn_conv(const KernelCall& c) {
     key.push_back(t->ndim());
     key.insert(key.end(), t->shape().begin(), t->shape().end());
   }
-  key.insert(key.end(), c.params.list.begin(), c.params.list.end());
-  key.push_back(c.params.i[0]);
-  key.push_back(M == Mode::forward && c.params.i[1]);
+  const Geometry g(c.attrs);
+  g.append_key(key);
+  key.push_back(M == Mode::forward && g.bias());
   key.push_back(omp_get_max_threads());
   Entry& e = entry_for(std::move(key), M, c);
   if (!e.prim) return false;

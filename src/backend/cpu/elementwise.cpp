@@ -161,7 +161,7 @@ bool unary(const KernelCall& c) {
       }
     }
     F f{};
-    if constexpr (requires { f.s; }) f.s = c.params.s;
+    if constexpr (requires { f.s; }) f.s = c.attrs.get<ScalarAttrs>().s;
     map1<T, T>(c.out, c.in[0], f);
   });
 }

@@ -125,10 +125,11 @@ void run(const KernelCall& c, int axis, int sign, R scale) {
 bool fft(const KernelCall& c) {
   const Tensor& x = c.in[0];
   if (!is_complex(x.dtype()) || c.out.numel() == 0) return false;  // the reference does nothing
-  const int axis = int(c.params.i[0]);
-  const int sign = c.params.i[1] < 0 ? -1 : 1;
-  if (x.dtype() == c64) run<float>(c, axis, sign, float(c.params.s));
-  else run<double>(c, axis, sign, c.params.s);
+  const FftAttrs& f = c.attrs.get<FftAttrs>();
+  const int axis = int(f.axis);
+  const int sign = f.sign < 0 ? -1 : 1;
+  if (x.dtype() == c64) run<float>(c, axis, sign, float(f.scale));
+  else run<double>(c, axis, sign, f.scale);
   return true;
 }
 

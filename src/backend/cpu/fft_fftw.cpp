@@ -70,16 +70,17 @@ void run(const KernelCall& c, const Geometry& g, int sign) {
 bool fft(const KernelCall& c) {
   const Tensor& x = c.in[0];
   if (!is_complex(x.dtype()) || c.out.numel() == 0) return false;  // the reference does nothing
-  const int axis = int(c.params.i[0]);
-  const int sign = c.params.i[1] < 0 ? FFTW_FORWARD : FFTW_BACKWARD;
+  const FftAttrs& f = c.attrs.get<FftAttrs>();
+  const int axis = int(f.axis);
+  const int sign = f.sign < 0 ? FFTW_FORWARD : FFTW_BACKWARD;
   Geometry g = geometry(x, c.out, axis);
   if (x.dtype() == c64) run<float>(c, g, sign);
   else run<double>(c, g, sign);
-  if (c.params.s != 1.0) {  // FFTW's transforms are unnormalised
+  if (f.scale != 1.0) {  // FFTW's transforms are unnormalised
     visit_dtype_all(c.out.dtype(), [&]<class C>() {
       if constexpr (is_complex_v<C>) {
         C* o = c.out.data<C>();
-        const typename C::value_type s(c.params.s);
+        const typename C::value_type s(f.scale);
         for (int64_t i = 0, n = c.out.numel(); i < n; ++i) o[i] *= s;
       }
     });

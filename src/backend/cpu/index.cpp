@@ -266,7 +266,7 @@ void scatter_kernel(const Tensor& out, const Tensor& src, const I* ip, const Ind
 bool index_select(const KernelCall& c) {
   const Tensor &x = c.in[0], &idx = c.in[1], &out = c.out;
   if (!out.is_contiguous() || !idx.is_contiguous()) return false;
-  const int axis = int(c.params.i[0]);
+  const int axis = int(c.attrs.get<AxisAttrs>().axis);
   int64_t ist[kMaxDims];
   along_axis_only(out.shape(), axis, ist);
   const IndexPlan p = plan(out.shape(), ist, x, axis);
@@ -280,7 +280,7 @@ bool index_select(const KernelCall& c) {
 bool gather(const KernelCall& c) {
   const Tensor &x = c.in[0], &idx = c.in[1], &out = c.out;
   if (!out.is_contiguous()) return false;
-  const IndexPlan p = plan(idx.shape(), idx.strides(), x, int(c.params.i[0]));
+  const IndexPlan p = plan(idx.shape(), idx.strides(), x, int(c.attrs.get<AxisAttrs>().axis));
   return with_index_type(idx.dtype(), [&]<class I>() {
     visit_dtype_all(x.dtype(),
                     [&]<class T>() { gather_kernel<T, I>(out, x, idx.data<I>(), p, "gather"); });
@@ -290,7 +290,7 @@ bool gather(const KernelCall& c) {
 bool index_add(const KernelCall& c) {
   const Tensor &base = c.in[0], &idx = c.in[1], &src = c.in[2], &out = c.out;
   if (!out.is_contiguous() || !idx.is_contiguous()) return false;
-  const int axis = int(c.params.i[0]);
+  const int axis = int(c.attrs.get<AxisAttrs>().axis);
   int64_t ist[kMaxDims];
   along_axis_only(src.shape(), axis, ist);
   const IndexPlan p = plan(src.shape(), ist, out, axis);
@@ -305,7 +305,7 @@ bool index_add(const KernelCall& c) {
 bool scatter_add(const KernelCall& c) {
   const Tensor &base = c.in[0], &idx = c.in[1], &src = c.in[2], &out = c.out;
   if (!out.is_contiguous()) return false;
-  const IndexPlan p = plan(idx.shape(), idx.strides(), out, int(c.params.i[0]));
+  const IndexPlan p = plan(idx.shape(), idx.strides(), out, int(c.attrs.get<AxisAttrs>().axis));
   return with_index_type(idx.dtype(), [&]<class I>() {
     visit_dtype_all(out.dtype(), [&]<class T>() {
       copy_strided<T>(out.data<T>(), out.strides(), base);
@@ -335,7 +335,8 @@ bool pad_slice(const KernelCall& c) {
     split_range(n, threads_for(n), [&](int64_t lo, int64_t hi) {
       std::memset(static_cast<void*>(op + lo), 0, size_t(hi - lo) * sizeof(T));
     });
-    write_slice<T>(out, c.in[0], int(c.params.i[0]), c.params.i[1], c.params.i[2]);
+    const SliceAttrs& s = c.attrs.get<SliceAttrs>();
+    write_slice<T>(out, c.in[0], int(s.axis), s.start, s.step);
   });
   return true;
 }
@@ -346,7 +347,8 @@ bool slice_set(const KernelCall& c) {
   if (!out.is_contiguous()) return false;
   visit_dtype_all(out.dtype(), [&]<class T>() {
     copy_strided<T>(out.data<T>(), out.strides(), c.in[0]);
-    write_slice<T>(out, c.in[1], int(c.params.i[0]), c.params.i[1], c.params.i[3]);
+    const SliceAttrs& s = c.attrs.get<SliceAttrs>();
+    write_slice<T>(out, c.in[1], int(s.axis), s.start, s.step);
   });
   return true;
 }
@@ -358,7 +360,7 @@ bool slice_set(const KernelCall& c) {
 bool concat(const KernelCall& c) {
   const Tensor& out = c.out;
   if (!out.is_contiguous()) return false;
-  const int axis = int(c.params.i[0]);
+  const int axis = int(c.attrs.get<ConcatAttrs>().axis);
   const int64_t total = out.numel();
   if (total == 0) return true;
   int64_t outer = 1;  // positions before the axis; each owns a contiguous row of out

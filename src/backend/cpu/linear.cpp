@@ -72,7 +72,7 @@ bool linear(const KernelCall& c) {
   const int64_t n = w.shape()[0], k = w.shape()[1];
   const int64_t wt_strides[2] = {w.stride(1), w.stride(0)};
   const Tensor wt = make_view(w, Shape{k, n}, wt_strides, w.offset());  // w^T, no copy
-  const auto act = Epilogue(c.params.i[0]);
+  const auto act = c.attrs.get<LinearAttrs>().epilogue;
   const bool bias = c.in.size() > 2;
   auto run = [&]<class T>() {
     const EpilogueArgs<T> args{act, bias ? c.in[2].data<T>() : nullptr,
@@ -145,12 +145,13 @@ bool linear_backward(const KernelCall& c) {
   if (m == 0 || n == 0 || k == 0 || !as_blas(m, k, x.stride(0), x.stride(1), mx) ||
       !as_blas(n, k, w.stride(0), w.stride(1), mw))
     return false;  // the reference handles empty products and exotic strides
-  const auto act = Epilogue(c.params.i[0]);
-  const int64_t wants = c.params.i[1];
+  const LinearBackwardAttrs& la = c.attrs.get<LinearBackwardAttrs>();
+  const auto act = la.epilogue;
+  const int64_t wants = la.wants;
   // dz is dy itself when there is no activation and dy's rows are dense, or written over dy when
   // the caller hands dy over (params.i[2]); a scratch otherwise.
   const bool dz_is_dy = act == Epilogue::identity && dy.stride(1) == 1 && dy.stride(0) >= n;
-  const bool over_dy = !dz_is_dy && c.params.i[2] && dy.is_contiguous();
+  const bool over_dy = !dz_is_dy && la.dz_over_dy && dy.is_contiguous();
   const Tensor scratch =
       dz_is_dy || over_dy ? Tensor() : Tensor::empty({m, n}, x.dtype(), Device::cpu);
   auto run = [&]<class T>() {

@@ -429,7 +429,7 @@ bool matmul_backward(const KernelCall& c) {
       !as_blas(n, k, b.stride(nd - 1), b.stride(nd - 2), bt) ||
       !as_blas(k, m, a.stride(nd - 1), a.stride(nd - 2), at))
     return false;
-  const bool in_place = c.params.i[0] != 0;
+  const bool in_place = c.attrs.get<MatmulBackwardAttrs>().dA_in_dy;
   auto run = [&]<class T>() {
     int64_t batches = 1;
     for (int d = 0; d < nd - 2; ++d) batches *= a.shape()[d];

@@ -42,7 +42,7 @@ struct Entry {
   std::optional<memory> scratch_y, ws;      // max backward: the training forward's outputs
 };
 
-Entry make_entry(std::vector<int64_t> key, Kind kind, const Shape& xs, const Params& pr) {
+Entry make_entry(std::vector<int64_t> key, Kind kind, const Shape& xs, Attrs pr) {
   Entry e{std::move(key), std::nullopt, std::nullopt, {}, {}, std::nullopt, std::nullopt};
   const Geometry g(pr);
   const int nd = g.nd;
@@ -55,9 +55,9 @@ Entry make_entry(std::vector<int64_t> key, Kind kind, const Shape& xs, const Par
   }
   const memory::desc xm(xd, f32, t), ym(yd, f32, t);
   const bool is_max = kind == Kind::max_forward || kind == Kind::max_backward;
-  const auto alg = is_max         ? dnnl::algorithm::pooling_max
-                   : pr.i[0] != 0 ? dnnl::algorithm::pooling_avg_include_padding
-                                  : dnnl::algorithm::pooling_avg_exclude_padding;
+  const auto alg = is_max                  ? dnnl::algorithm::pooling_max
+                   : g.a.count_include_pad ? dnnl::algorithm::pooling_avg_include_padding
+                                           : dnnl::algorithm::pooling_avg_exclude_padding;
   const auto prop = kind == Kind::max_forward || kind == Kind::avg_forward
                         ? dnnl::prop_kind::forward_inference
                         : dnnl::prop_kind::forward_training;
@@ -84,7 +84,7 @@ Entry make_entry(std::vector<int64_t> key, Kind kind, const Shape& xs, const Par
   return e;
 }
 
-Entry& entry_for(std::vector<int64_t>&& key, Kind kind, const Shape& xs, const Params& pr) {
+Entry& entry_for(std::vector<int64_t>&& key, Kind kind, const Shape& xs, Attrs pr) {
   thread_local std::list<Entry> cache;  // most recently used first
   for (auto it = cache.begin(); it != cache.end(); ++it)
     if (it->key == key) {
@@ -98,7 +98,8 @@ Entry& entry_for(std::vector<int64_t>&& key, Kind kind, const Shape& xs, const P
 
 template <Kind K>
 bool onednn_pool(const KernelCall& c) {
-  if (K == Kind::max_backward && MaxMode(c.params.i[2]) != MaxMode::scatter) return false;
+  if (K == Kind::max_backward && c.attrs.get<pool_detail::PoolAttrs>().mode != MaxMode::scatter)
+    return false;
   if (c.out.dtype() != f32 || omp_in_parallel() || c.out.numel() == 0) return false;
   for (const Tensor& t : c.in)
     if (t.dtype() != f32 || !t.is_contiguous() || t.numel() == 0) return false;
@@ -107,10 +108,9 @@ bool onednn_pool(const KernelCall& c) {
   key.reserve(24);
   key.push_back(int64_t(K));
   key.insert(key.end(), xs.begin(), xs.end());
-  key.insert(key.end(), c.params.list.begin(), c.params.list.end());
-  key.push_back(c.params.i[0]);
+  Geometry(c.attrs).append_key(key);
   key.push_back(omp_get_max_threads());
-  Entry& e = entry_for(std::move(key), K, xs, c.params);
+  Entry& e = entry_for(std::move(key), K, xs, c.attrs);
   if (!e.fwd && !e.bwd) return false;
   thread_local dnnl::stream stream(engine());
   switch (K) {

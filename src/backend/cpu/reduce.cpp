@@ -31,7 +31,7 @@ struct SplitReduction {
 bool split_reduction(const KernelCall& c, SplitReduction& r) {
   const Tensor& x = c.in[0];
   if (!x.is_contiguous() || x.ndim() == 0) return false;
-  const uint64_t mask = uint64_t(c.params.i[0]);
+  const uint64_t mask = c.attrs.get<ReduceAttrs>().axes;
   const int nd = x.ndim();
   int first = 0;
   while (first < nd && !((mask >> first) & 1u)) ++first;

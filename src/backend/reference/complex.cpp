@@ -41,8 +41,9 @@ bool from_parts(const KernelCall& c) {
 bool dft(const KernelCall& c) {
   const Tensor& x = c.in[0];
   if (!is_complex(x.dtype())) return false;
-  const int axis = int(c.params.i[0]);
-  const double sign = double(c.params.i[1]), scale = c.params.s;
+  const FftAttrs& f = c.attrs.get<FftAttrs>();
+  const int axis = int(f.axis);
+  const double sign = double(f.sign), scale = f.scale;
   const int64_t len = x.shape()[axis];
   visit_dtype_all(x.dtype(), [&]<class C>() {
     if constexpr (is_complex_v<C>) {

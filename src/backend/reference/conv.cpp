@@ -19,7 +19,7 @@ enum class Mode { forward, data, weights };
 // dw += x dy. The output (one of the three) is contiguous and zeroed first.
 template <Mode M>
 bool conv_kernel(const KernelCall& c) {
-  const Geometry g(c.params);
+  const Geometry g(c.attrs);
   const int nd = g.nd;
   const Tensor& out = c.out;
   // Which tensors play x, w and y.
@@ -68,7 +68,7 @@ bool conv_kernel(const KernelCall& c) {
                       }
           }
         }
-      if (c.params.i[1] && M == Mode::forward) {  // bias
+      if (g.bias() && M == Mode::forward) {  // bias
         const Tensor& b = c.in[2];
         const T* bp = b.data<T>();
         const int64_t inner = y.size[2] * y.size[3] * y.size[4];

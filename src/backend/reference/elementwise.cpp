@@ -40,7 +40,7 @@ bool unary(const KernelCall& c) {
     const T* xp = x.data<T>();
     T* op = c.out.data<T>();
     F f{};
-    if constexpr (requires { f.s; }) f.s = c.params.s;
+    if constexpr (requires { f.s; }) f.s = c.attrs.get<ScalarAttrs>().s;
     for (int64_t i = 0, n = x.numel(); i < n; ++i) op[i] = f(xp[offset_of(i, x)]);
   };
   return run_for<F>(x.dtype(), c.prim.name, run);

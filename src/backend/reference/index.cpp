@@ -29,7 +29,7 @@ void copy_into(const Tensor& dst, const Tensor& src) {
 // out[..., idx[j], ...] (+)= src[..., j, ...] along axis, or the reverse for select.
 template <bool Select>
 bool index_rows(const KernelCall& c) {
-  const int axis = int(c.params.i[0]);
+  const int axis = int(c.attrs.get<AxisAttrs>().axis);
   const Tensor& x = Select ? c.in[0] : c.in[2];  // data source
   const Tensor& idx = c.in[1];
   const Tensor& out = c.out;
@@ -66,7 +66,7 @@ bool index_rows(const KernelCall& c) {
 // gather: out[i] = x[i with axis coord replaced by idx[i]]; scatter_add: the adjoint.
 template <bool Gather>
 bool gather_scatter(const KernelCall& c) {
-  const int axis = int(c.params.i[0]);
+  const int axis = int(c.attrs.get<AxisAttrs>().axis);
   const Tensor& idx = c.in[1];
   const Tensor& out = c.out;
   const Tensor& x = Gather ? c.in[0] : c.in[2];
@@ -117,19 +117,21 @@ void write_slice(const Tensor& out, const Tensor& part, int axis, int64_t start,
 bool pad_slice(const KernelCall& c) {
   const Tensor& out = c.out;
   std::memset(out.raw_data(), 0, size_t(out.numel()) * itemsize(out.dtype()));
-  write_slice(out, c.in[0], int(c.params.i[0]), c.params.i[1], c.params.i[2]);
+  const SliceAttrs& s = c.attrs.get<SliceAttrs>();
+  write_slice(out, c.in[0], int(s.axis), s.start, s.step);
   return true;
 }
 
 // out = base with value written at the slice (params as slice's: axis, start, length, step).
 bool slice_set(const KernelCall& c) {
   copy_into(c.out, c.in[0]);
-  write_slice(c.out, c.in[1], int(c.params.i[0]), c.params.i[1], c.params.i[3]);
+  const SliceAttrs& s = c.attrs.get<SliceAttrs>();
+  write_slice(c.out, c.in[1], int(s.axis), s.start, s.step);
   return true;
 }
 
 bool concat(const KernelCall& c) {
-  const int axis = int(c.params.i[0]);
+  const int axis = int(c.attrs.get<ConcatAttrs>().axis);
   const Tensor& out = c.out;
   int64_t at = 0;
   for (const Tensor& x : c.in) {

@@ -58,7 +58,7 @@ bool matmul_backward(const KernelCall& c) {
   visit_dtype_all(a.dtype(), [&]<class T>() {
     using Acc = std::conditional_t<is_complex_v<T>, std::complex<double>, double>;
     const T *gp = dy.data<T>(), *ap = a.data<T>(), *bp = b.data<T>();
-    const bool in_place = c.params.i[0] != 0;
+    const bool in_place = c.attrs.get<MatmulBackwardAttrs>().dA_in_dy;
     // One batch of dA, copied into dy once dB has read it (a plain array: T may be bool).
     std::unique_ptr<T[]> scratch(in_place ? new T[size_t(m * k)] : nullptr);
     T* da = c.out.data<T>();
@@ -122,7 +122,7 @@ T times_derivative(Epilogue act, T dy, T y) {
 bool linear(const KernelCall& c) {
   const Tensor &x = c.in[0], &w = c.in[1];
   const bool bias = c.in.size() > 2;
-  const auto act = Epilogue(c.params.i[0]);
+  const auto act = c.attrs.get<LinearAttrs>().epilogue;
   const int64_t m = x.shape()[0], k = x.shape()[1], n = w.shape()[0];
   auto run = [&]<class T>() {
     const T *xp = x.data<T>(), *wp = w.data<T>();
@@ -147,8 +147,9 @@ bool linear(const KernelCall& c) {
 // (dy, x, w, y) -> [dx | dW | db] (ops/fused.hpp) by the same loops over dz = dy act'(y).
 bool linear_backward(const KernelCall& c) {
   const Tensor &dy = c.in[0], &x = c.in[1], &w = c.in[2], &y = c.in[3];
-  const auto act = Epilogue(c.params.i[0]);
-  const int64_t wants = c.params.i[1];
+  const LinearBackwardAttrs& la = c.attrs.get<LinearBackwardAttrs>();
+  const auto act = la.epilogue;
+  const int64_t wants = la.wants;
   const int64_t m = x.shape()[0], k = x.shape()[1], n = w.shape()[0];
   auto run = [&]<class T>() {
     std::vector<T> dz(size_t(m * n));

@@ -19,8 +19,8 @@ using pool_detail::MaxMode;
 // visits the in-bounds input positions i of p's window in row-major order.
 struct Windows {
   int64_t k[3] = {1, 1, 1}, st[3] = {1, 1, 1}, pl[3] = {0, 0, 0}, in[3], out[3], n, c;
-  Windows(const Params& params, const Shape& x) {
-    const Geometry g(params);
+  Windows(Attrs attrs, const Shape& x) {
+    const Geometry g(attrs);
     const int nd = g.nd;
     n = x[0];
     c = x[1];
@@ -69,8 +69,8 @@ template <bool Backward>
 bool max_kernel(const KernelCall& c) {
   const Tensor& x = c.in[0];
   const int nd = x.ndim() - 2;
-  const Windows w(c.params, x.shape());
-  const MaxMode mode = MaxMode(c.params.i[2]);
+  const Windows w(c.attrs, x.shape());
+  const MaxMode mode = c.attrs.get<pool_detail::PoolAttrs>().mode;
   visit_dtype_all(c.out.dtype(), [&]<class T>() {
     if constexpr (std::is_floating_point_v<T>) {
       const View5 xv(x, nd), ov(c.out, nd);
@@ -110,8 +110,8 @@ bool avg_kernel(const KernelCall& c) {
   const Tensor& x = Backward ? c.out : c.in[0];
   const Tensor& y = Backward ? c.in[0] : c.out;
   const int nd = x.ndim() - 2;
-  const Windows w(c.params, x.shape());
-  const bool include_pad = c.params.i[0] != 0;
+  const Windows w(c.attrs, x.shape());
+  const bool include_pad = c.attrs.get<pool_detail::PoolAttrs>().count_include_pad;
   visit_dtype_all(c.out.dtype(), [&]<class T>() {
     if constexpr (std::is_floating_point_v<T>) {
       const View5 xv(x, nd), yv(y, nd);

@@ -38,7 +38,7 @@ struct ReduceLayout {
 // Sum of a complex tensor, accumulated in std::complex<double>.
 bool complex_sum(const KernelCall& c) {
   const Tensor& x = c.in[0];
-  ReduceLayout L(x, uint64_t(c.params.i[0]));
+  ReduceLayout L(x, c.attrs.get<ReduceAttrs>().axes);
   visit_dtype_all(x.dtype(), [&]<class T>() {
     if constexpr (is_complex_v<T>) {
       const T* xp = x.data<T>();
@@ -62,7 +62,7 @@ bool reduce(const KernelCall& c) {
     if constexpr (Acc::is_sum) return complex_sum(c);
     else return false;
   }
-  ReduceLayout L(x, uint64_t(c.params.i[0]));
+  ReduceLayout L(x, c.attrs.get<ReduceAttrs>().axes);
   visit_dtype(x.dtype(), [&]<class T>() {
     const T* xp = x.data<T>();
     T* op = c.out.data<T>();
@@ -104,7 +104,7 @@ struct MinAcc {
 bool logsumexp(const KernelCall& c) {
   const Tensor& x = c.in[0];
   if (!is_floating(x.dtype())) return false;
-  ReduceLayout L(x, uint64_t(c.params.i[0]));
+  ReduceLayout L(x, c.attrs.get<ReduceAttrs>().axes);
   visit_dtype(x.dtype(), [&]<class T>() {
     const T* xp = x.data<T>();
     T* op = c.out.data<T>();
@@ -214,7 +214,7 @@ bool logitcrossentropy_backward(const KernelCall& c) {
 template <bool Any>
 bool any_all(const KernelCall& c) {
   const Tensor& x = c.in[0];
-  ReduceLayout L(x, uint64_t(c.params.i[0]));
+  ReduceLayout L(x, c.attrs.get<ReduceAttrs>().axes);
   visit_dtype_all(x.dtype(), [&]<class T>() {
     const T* xp = x.data<T>();
     bool* op = c.out.data<bool>();
@@ -235,7 +235,7 @@ template <bool Max>
 bool arg_reduce(const KernelCall& c) {
   const Tensor& x = c.in[0];
   if (is_complex(x.dtype())) return false;
-  ReduceLayout L(x, uint64_t(c.params.i[0]));
+  ReduceLayout L(x, c.attrs.get<ReduceAttrs>().axes);
   visit_dtype(x.dtype(), [&]<class T>() {
     const T* xp = x.data<T>();
     int64_t* op = c.out.data<int64_t>();
