@@ -2,7 +2,9 @@
 // examples/neural_ode.cpp and examples/neural_sde.cpp: the true dynamics and the network that
 // learns them.
 #pragma once
+#include <cmath>
 #include <cstdint>
+#include <utility>
 #include <vector>
 
 #include <fluxion/nn.hpp>
@@ -18,12 +20,29 @@ inline fx::Tensor true_dynamics(const fx::Tensor& u) {
   return fx::matmul(cube, A);
 }
 
-// Chain(x -> x^3, Dense(2, 50, tanh), Dense(50, 2)) with f64 parameters.
-inline auto make_model(fx::Generator& gen) {
-  auto model =
-      fx::nn::Chain([](const fx::Tensor& x) { return x * x * x; },
-                    fx::nn::Dense(2, 50, fx::tanh, gen), fx::nn::Dense(50, 2, fx::identity, gen));
-  fx::for_each_tensor(model, [](fx::Tensor& t) { t = fx::astype(t, fx::f64); });
+// How the two Dense layers start. flux: glorot_uniform weights and zero biases, the default of
+// Flux's Dense, of Lux's before 1.0 and of DiffEqFlux's old FastDense (fluxion's default too).
+// lux: Lux >= 1.0's default, which the tutorial's `Dense(2, 50, tanh)` gets today (PyTorch's
+// nn.Linear rule): weights U(-a, a), a = gain * sqrt(3 / fan_in), with gain 5/3 for tanh and 1
+// for identity, biases U(-b, b), b = 1 / sqrt(fan_in). For the first layer (fan_in 2) that is
+// a = 2.04 and b = 0.71 instead of a = 0.34 and b = 0.
+enum class Init { flux, lux };
+
+// Chain(x -> x^3, Dense(2, 50, tanh), Dense(50, 2)) with parameters of `dtype`.
+inline auto make_model(fx::Generator& gen, Init init = Init::flux, fx::DType dtype = fx::f64) {
+  auto dense = [&](int64_t in, int64_t out, fx::Activation act, double gain) {
+    if (init == Init::flux) return fx::nn::Dense(in, out, act, gen);
+    const double w = gain * std::sqrt(3.0 / double(in)), b = 1 / std::sqrt(double(in));
+    fx::Tensor weight = fx::uniform({out, in}, -w, w, gen);
+    return fx::nn::Dense(weight, fx::uniform({out}, -b, b, gen), act);
+  };
+  // Drawn in the layers' order: the order in which a call's arguments are evaluated is
+  // unspecified, and GCC's and Clang's differ, which would give one seed two sets of weights.
+  fx::nn::Dense hidden = dense(2, 50, fx::tanh, 5.0 / 3.0);
+  fx::nn::Dense output = dense(50, 2, fx::identity, 1.0);
+  auto model = fx::nn::Chain([](const fx::Tensor& x) { return x * x * x; }, std::move(hidden),
+                             std::move(output));
+  fx::for_each_tensor(model, [&](fx::Tensor& t) { t = fx::astype(t, dtype); });
   return model;
 }
 
