@@ -19,7 +19,8 @@
 // Each side reads the loss every step, as a progress bar would. The losses after the last
 // round are printed too: from the same start on the same batches they stay close (dropout
 // draws differ), a check that both train the same network. Without libtorch (CMake found no
-// Torch) only the fluxion lines are printed.
+// Torch), or with --fluxion-only (for a profile of fluxion alone), only the fluxion lines are
+// printed.
 #include <omp.h>
 
 #include <algorithm>
@@ -64,6 +65,7 @@ struct Args {
   int64_t steps = 20, rounds = 5, batch = 128;
   uint64_t seed = 1;
   std::string data = fx::data::kFashionMnistDir;
+  bool torch = true;  // --fluxion-only: skip libtorch (for profiling fluxion alone)
 };
 
 std::vector<int> parse_counts(const std::string& list) {
@@ -78,7 +80,16 @@ std::vector<int> parse_counts(const std::string& list) {
 
 Args parse(int argc, char** argv) {
   Args a;
-  for (int i = 1; i + 1 < argc; i += 2) {
+  for (int i = 1; i < argc; i += 2) {
+    if (std::string(argv[i]) == "--fluxion-only") {
+      a.torch = false;
+      --i;
+      continue;
+    }
+    if (i + 1 == argc) {
+      std::cerr << "train_cnn: " << argv[i] << " needs a value\n";
+      std::exit(2);
+    }
     const std::string k = argv[i], v = argv[i + 1];
     auto num = [&] { return std::max<int64_t>(1, std::atoll(v.c_str())); };
     if (k == "--threads") a.threads = parse_counts(v);
@@ -89,13 +100,9 @@ Args parse(int argc, char** argv) {
     else if (k == "--data") a.data = v;
     else {
       std::cerr << "usage: train_cnn [--threads T[,T...]] [--steps K] [--rounds R] [--batch N] "
-                   "[--seed S] [--data DIR]\n";
+                   "[--seed S] [--data DIR] [--fluxion-only]\n";
       std::exit(2);
     }
-  }
-  if (argc % 2 == 0) {
-    std::cerr << "train_cnn: " << argv[argc - 1] << " needs a value\n";
-    std::exit(2);
   }
   return a;
 }
@@ -314,18 +321,19 @@ int main(int argc, char** argv) {
       };
       timed(fluxion_steps, run->fx_s, run->fx_wall_s);
 #ifdef FLUXION_BENCH_TORCH
-      set_torch_threads(run->threads);
-      timed(torch_steps, run->torch_s, run->torch_wall_s);
-      if (keep)
+      if (args.torch) {
+        set_torch_threads(run->threads);
+        timed(torch_steps, run->torch_s, run->torch_wall_s);
+      }
+      if (keep && args.torch)
         std::printf("# round %lld t%d: fluxion %.2f ms/step (loss %.4f), libtorch %.2f ms/step "
                     "(loss %.4f)\n",
                     (long long)r, run->threads, 1e3 * run->fx_s.back(), run->fx_loss,
                     1e3 * run->torch_s.back(), run->torch_loss);
-#else
-      if (keep)
+#endif
+      if (keep && run->torch_s.empty())
         std::printf("# round %lld t%d: fluxion %.2f ms/step (loss %.4f)\n", (long long)r,
                     run->threads, 1e3 * run->fx_s.back(), run->fx_loss);
-#endif
       std::fflush(stdout);
     }
   }
@@ -339,6 +347,7 @@ int main(int argc, char** argv) {
                 median(run->fx_wall_s) * double(epoch_steps));
     std::printf("cnn_loss_last_fx%s=%.4f\n", t.c_str(), run->fx_loss);
 #ifdef FLUXION_BENCH_TORCH
+    if (run->torch_s.empty()) continue;
     const double l = median(run->torch_s) * double(epoch_steps);
     std::printf("cnn_epoch_s_torch%s=%.3f\n", t.c_str(), l);
     std::printf("cnn_images_per_s_torch%s=%.0f\n", t.c_str(), images / l);

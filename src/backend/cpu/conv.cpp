@@ -22,6 +22,7 @@
 #include <vector>
 
 #include "backend/backends.hpp"
+#include "backend/cpu/onednn_threads.hpp"
 #include "ops/conv_geometry.hpp"
 
 namespace fx::backend::cpu {
@@ -167,12 +168,10 @@ Entry& entry_for(std::vector<int64_t>&& key, Mode mode, const KernelCall& c) {
 
 template <Mode M>
 bool onednn_conv(const KernelCall& c) {
-  // Not inside a parallel region (a data-parallel share): a primitive run there hung (oneDNN
-  // 2.6's OpenMP build, ConvLayer.DataParallelGradientEqualsTheSerialOne at two threads), so
-  // the reference loops take those calls. Open: a nested-safe path for data-parallel CNNs.
-  if (c.out.dtype() != f32 || omp_in_parallel() || c.out.numel() == 0) return false;
+  if (c.out.dtype() != f32 || c.out.numel() == 0) return false;
   for (const Tensor& t : c.in)
     if (t.dtype() != f32 || !t.is_contiguous() || t.numel() == 0) return false;
+  const OneThreadInParallel one_thread;
   std::vector<int64_t> key;
   key.reserve(64);
   key.push_back(int64_t(M));

@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "backend/backends.hpp"
+#include "backend/cpu/onednn_threads.hpp"
 #include "ops/pool_geometry.hpp"
 
 namespace fx::backend::cpu {
@@ -99,10 +100,11 @@ Entry& entry_for(std::vector<int64_t>&& key, Kind kind, const Shape& xs, const P
 template <Kind K>
 bool onednn_pool(const KernelCall& c) {
   if (K == Kind::max_backward && MaxMode(c.params.i[2]) != MaxMode::scatter) return false;
-  if (c.out.dtype() != f32 || omp_in_parallel() || c.out.numel() == 0) return false;
+  if (c.out.dtype() != f32 || c.out.numel() == 0) return false;
   for (const Tensor& t : c.in)
     if (t.dtype() != f32 || !t.is_contiguous() || t.numel() == 0) return false;
   const Shape& xs = K == Kind::avg_backward ? c.out.shape() : c.in[0].shape();
+  const OneThreadInParallel one_thread;
   std::vector<int64_t> key;
   key.reserve(24);
   key.push_back(int64_t(K));
