@@ -120,8 +120,7 @@ double now_s(int threads) {
     clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t);
     return double(t.tv_sec) + double(t.tv_nsec) * 1e-9;
   }
-  return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch())
-      .count();
+  return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
 }
 
 fx::Tensor as_images(const fx::Tensor& x) { return fx::reshape(x, {x.shape()[0], 1, 28, 28}); }
@@ -326,10 +325,11 @@ int main(int argc, char** argv) {
         timed(torch_steps, run->torch_s, run->torch_wall_s);
       }
       if (keep && args.torch)
-        std::printf("# round %lld t%d: fluxion %.2f ms/step (loss %.4f), libtorch %.2f ms/step "
-                    "(loss %.4f)\n",
-                    (long long)r, run->threads, 1e3 * run->fx_s.back(), run->fx_loss,
-                    1e3 * run->torch_s.back(), run->torch_loss);
+        std::printf(
+            "# round %lld t%d: fluxion %.2f ms/step (loss %.4f), libtorch %.2f ms/step "
+            "(loss %.4f)\n",
+            (long long)r, run->threads, 1e3 * run->fx_s.back(), run->fx_loss,
+            1e3 * run->torch_s.back(), run->torch_loss);
 #endif
       if (keep && run->torch_s.empty())
         std::printf("# round %lld t%d: fluxion %.2f ms/step (loss %.4f)\n", (long long)r,
