@@ -8,7 +8,8 @@
 // the convolutions around it, and never a stale workspace. Its gather mode (the transpose, used
 // only at second order and by forward mode) stays with the reference loops.
 //
-// Primitives and scratch buffers are cached per thread in an LRU list, keyed like conv's.
+// Primitives and scratch buffers are cached per thread in an LRU list, keyed like conv's; inside
+// a data-parallel share they are made for one thread, as conv's are (onednn_threads.hpp).
 #include <omp.h>
 
 #include <dnnl.hpp>
