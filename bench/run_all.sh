@@ -105,7 +105,8 @@ if [ -x "$B/train_char_lstm" ]; then
   run train_char_lstm "" env OMP_NUM_THREADS=1 OPENBLAS_NUM_THREADS=1 "$B/train_char_lstm" --threads 1 "${CHAR_OPTS[@]}"
 fi
 # examples/fashion_mnist_cnn's network, training steps in each library at 1 and 2 threads
-# (issue 30: cnn_ratio_t1, cnn_ratio_t2).
+# (issue 30: cnn_ratio_t1, cnn_ratio_t2). On a machine busier than its cores, prefix
+# OMP_WAIT_POLICY=passive for 2-thread figures that do not depend on the scheduler (train_cnn.cpp).
 if [ -x "$B/train_cnn" ]; then
   run train_cnn "" env OPENBLAS_NUM_THREADS=2 "$B/train_cnn" --threads 1,2 "${CNN_OPTS[@]}"
 fi

@@ -16,7 +16,12 @@
 // so data loading is in neither). With one thread everything runs on the calling thread and
 // the clock is that thread's CPU time, which a busy shared machine disturbs far less than wall
 // time; with more it is wall time (the *_wall_* lines give the wall time at one thread too).
-// Each side reads the loss every step, as a progress bar would. The losses after the last
+// On a machine busier than its cores (the shared 2-core VM at load 5-9), OpenMP's default of
+// spinning at each barrier makes the 2-thread wall time a matter of scheduling: a thread spins
+// while its partner waits for a core, at every parallel region of the step, and the epoch took
+// 5-10 times the 1-thread one, for either library. OMP_WAIT_POLICY=passive (threads sleep at
+// barriers; it applies to both libraries, which share the runtime) gives figures that mean
+// something there. Each side reads the loss every step, as a progress bar would. The losses after the last
 // round are printed too: from the same start on the same batches they stay close (dropout
 // draws differ), a check that both train the same network. Without libtorch (CMake found no
 // Torch), or with --fluxion-only (for a profile of fluxion alone), only the fluxion lines are
