@@ -7,7 +7,7 @@
 #   bench/run_all.sh --quick      # shorter timings (a smoke run, a few minutes)
 #   bench/run_all.sh --full       # also the large ADBench GMM sizes (10k points, d = 32)
 #
-# Names in results.txt are stable: overhead_*, mlp_t1_*, mlp_t2_*, mlp_scaling_*, scalar_ad_*, lstm_* (train_char_lstm), and the names
+# Names in results.txt are stable: overhead_*, mlp_t1_*, mlp_t2_*, mlp_scaling_*, scalar_ad_*, lstm_* (train_char_lstm), cnn_* (train_cnn), and the names
 # printed by lstm_overhead, matmul, adbench_gmm, adbench_lstm, adbench_ba and adbench_hand (already prefixed), plus
 # <bench>_wall_s and <bench>_peak_rss_kb for every run. The acceptance ratios of issue 4 are
 # collected under acceptance_* at the end.
@@ -35,6 +35,7 @@ TARGETS=(overhead train_mlp lstm_overhead matmul adbench_gmm adbench_lstm elemen
 [ -f bench/adbench_hand.cpp ] && TARGETS+=(adbench_hand)
 [ -f bench/scalar_ad.cpp ] && TARGETS+=(scalar_ad)
 [ -f bench/train_char_lstm.cpp ] && TARGETS+=(train_char_lstm)
+[ -f bench/train_cnn.cpp ] && TARGETS+=(train_cnn)
 cmake --build "$BUILD" -j"$(nproc)" --target "${TARGETS[@]}"
 mkdir -p "$OUT" docs
 RESULTS=$OUT/results.txt
@@ -45,14 +46,16 @@ case $MODE in
   quick) LSTM_OPTS=(--reps 5 --inner 5); MM_OPTS=(--reps 5 --sizes 64,256,1024)
          AD_TIME=(--min-time 0.05 --samples 2 --budget 0.5); GMM_SIZES=(--sets 1k --max-d 10 --max-k 50)
          BA_SIZES=(--sets ba1,ba2); MLP_OPTS=(--epochs 3 --steps 100)
-         HAND_SETS=(--sets simple/hand1,complicated/hand1); CHAR_OPTS=(--rounds 3 --steps 3) ;;
+         HAND_SETS=(--sets simple/hand1,complicated/hand1); CHAR_OPTS=(--rounds 3 --steps 3)
+         CNN_OPTS=(--rounds 3 --steps 5) ;;
   full)  LSTM_OPTS=(--reps 15 --inner 20); MM_OPTS=(--reps 7)
          AD_TIME=(--min-time 0.5 --samples 10 --budget 5); GMM_SIZES=(--sets 1k,10k)
          BA_SIZES=(--sets ba1,ba3,ba5,ba8,ba10); MLP_OPTS=(--epochs 5); HAND_SETS=()
-         CHAR_OPTS=(--rounds 7 --steps 10) ;;
+         CHAR_OPTS=(--rounds 7 --steps 10); CNN_OPTS=(--rounds 9 --steps 30) ;;
   *)     LSTM_OPTS=(--reps 15 --inner 20); MM_OPTS=(--reps 7)
          AD_TIME=(--min-time 0.1 --samples 5 --budget 1); GMM_SIZES=(--sets 1k,10k --max-d 20)
-         BA_SIZES=(); MLP_OPTS=(--epochs 5); HAND_SETS=(); CHAR_OPTS=(--rounds 5 --steps 10) ;;
+         BA_SIZES=(); MLP_OPTS=(--epochs 5); HAND_SETS=(); CHAR_OPTS=(--rounds 5 --steps 10)
+         CNN_OPTS=(--rounds 5 --steps 20) ;;
 esac
 
 # run NAME PREFIX CMD...: runs CMD, keeps its output in $OUT/NAME.log, appends its name=value
@@ -101,6 +104,12 @@ fi
 if [ -x "$B/train_char_lstm" ]; then
   run train_char_lstm "" env OMP_NUM_THREADS=1 OPENBLAS_NUM_THREADS=1 "$B/train_char_lstm" --threads 1 "${CHAR_OPTS[@]}"
 fi
+# examples/fashion_mnist_cnn's network, training steps in each library at 1 and 2 threads
+# (issue 30: cnn_ratio_t1, cnn_ratio_t2). On a machine busier than its cores, prefix
+# OMP_WAIT_POLICY=passive for 2-thread figures that do not depend on the scheduler (train_cnn.cpp).
+if [ -x "$B/train_cnn" ]; then
+  run train_cnn "" env OPENBLAS_NUM_THREADS=2 "$B/train_cnn" --threads 1,2 "${CNN_OPTS[@]}"
+fi
 if [ -x "$B/adbench_ba" ]; then
   run adbench_ba "" "$B/adbench_ba" ${BA_SIZES[@]+"${BA_SIZES[@]}"} "${AD_TIME[@]}"
 fi
@@ -126,6 +135,9 @@ if "mlp_t1_ratio" in r: out.append(("acceptance_mlp_t1_ratio_fluxion_libtorch", 
 speedups = [r[k] for k in ("mlp_scaling_fluxion_speedup_t2_vs_t1",
                            "mlp_scaling_ops_fluxion_speedup_t2_vs_t1") if k in r]
 if speedups: out.append(("acceptance_mlp_speedup_t2_vs_t1", max(speedups)))
+# Issue 30: the CNN example's training, fluxion / libtorch epoch time (<= 0.8 at each count).
+for t in (1, 2):
+    if f"cnn_ratio_t{t}" in r: out.append((f"acceptance_cnn_ratio_t{t}", r[f"cnn_ratio_t{t}"]))
 mm = [v for k, v in r.items() if (m := re.fullmatch(r"matmul_ratio_(\d+)", k)) and int(m.group(1)) >= 256]
 if mm: out.append(("acceptance_matmul_ratio_min_ge256", min(mm)))
 for kind in ("gmm", "lstm"):
@@ -210,7 +222,9 @@ for k, t in [("acceptance_lstm_overhead_ratio_max", "≤ 0.0333 (1/30 of libtorc
              ("acceptance_ba_max_rel_err", "≤ 1e-8"),
              ("acceptance_mlp_t1_ratio_fluxion_libtorch", "≤ 1"),
              ("acceptance_mlp_speedup_t2_vs_t1", "≥ 1.7 (the better of batch split and op split)"),
-             ("acceptance_matmul_ratio_min_ge256", "≥ 0.9")]:
+             ("acceptance_matmul_ratio_min_ge256", "≥ 0.9"),
+             ("acceptance_cnn_ratio_t1", "≤ 0.8 (issue 30: CNN epoch, fluxion ÷ libtorch, 1 thread)"),
+             ("acceptance_cnn_ratio_t2", "≤ 0.8 (issue 30: the same at 2 threads)")]:
     w(f"| `{k}` | {g(k, '{:.4g}')} | {t} |")
 w("")
 

@@ -8,7 +8,8 @@
 // the convolutions around it, and never a stale workspace. Its gather mode (the transpose, used
 // only at second order and by forward mode) stays with the reference loops.
 //
-// Primitives and scratch buffers are cached per thread in an LRU list, keyed like conv's.
+// Primitives and scratch buffers are cached per thread in an LRU list, keyed like conv's; inside
+// a data-parallel share they are made for one thread, as conv's are (onednn_threads.hpp).
 #include <omp.h>
 
 #include <dnnl.hpp>
@@ -17,6 +18,7 @@
 #include <vector>
 
 #include "backend/backends.hpp"
+#include "backend/cpu/onednn_threads.hpp"
 #include "ops/pool_geometry.hpp"
 
 namespace fx::backend::cpu {
@@ -100,10 +102,11 @@ template <Kind K>
 bool onednn_pool(const KernelCall& c) {
   if (K == Kind::max_backward && c.attrs.get<pool_detail::PoolAttrs>().mode != MaxMode::scatter)
     return false;
-  if (c.out.dtype() != f32 || omp_in_parallel() || c.out.numel() == 0) return false;
+  if (c.out.dtype() != f32 || c.out.numel() == 0) return false;
   for (const Tensor& t : c.in)
     if (t.dtype() != f32 || !t.is_contiguous() || t.numel() == 0) return false;
   const Shape& xs = K == Kind::avg_backward ? c.out.shape() : c.in[0].shape();
+  const OneThreadInParallel one_thread;
   std::vector<int64_t> key;
   key.reserve(24);
   key.push_back(int64_t(K));
