@@ -5,12 +5,15 @@
 // per row, then layer_table_max_ratio and layer_table_slowest (the row with that ratio). With
 // --threads 1,2 the 2-thread rows follow as layer_t2_<name>_* and layer_table_t2_max_ratio.
 //
-//   ./build/bench/layer_table [--reps 7] [--threads 1[,2]] [--only conv2d,layer_norm]
+//   ./build/bench/layer_table [--reps 7] [--rounds 5] [--threads 1[,2]] [--only conv2d,layer_norm]
 //
 // Each step is y = layer(x), then the pullback of a fixed random cotangent u (fx::pullback, and
 // y.backward(u) in libtorch with x and the parameters requiring gradients, gradients set to none
 // before each step, so both sides allocate them afresh). The two libraries take their steps in
-// turn, one warm-up each, and each figure is the median of --reps steps. On one thread a step is
+// turn, one warm-up each, and a round's figure is the median of --reps steps. With --rounds R the
+// whole table runs R times (so a slow spell of a shared machine hits every row a little rather
+// than one row much) and each printed figure is the median over rounds; a ratio is the median of
+// the rounds' ratios. On one thread a step is
 // timed in the thread's CPU time (everything runs on the calling thread), which a busy shared
 // machine disturbs far less than wall time; with more threads, in wall time.
 #include <omp.h>
@@ -392,18 +395,19 @@ std::vector<std::string> split(const std::string& s) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  int reps = 7;
+  int reps = 7, rounds = 1;
   std::vector<int> threads = {1};
   std::vector<std::string> only;
   for (int i = 1; i + 1 < argc; i += 2) {
     const std::string a = argv[i];
     if (a == "--reps") reps = std::max(1, std::atoi(argv[i + 1]));
+    else if (a == "--rounds") rounds = std::max(1, std::atoi(argv[i + 1]));
     else if (a == "--threads") {
       threads.clear();
       for (const auto& t : split(argv[i + 1])) threads.push_back(std::max(1, std::stoi(t)));
     } else if (a == "--only") only = split(argv[i + 1]);
     else {
-      std::fprintf(stderr, "usage: layer_table [--reps N] [--threads 1,2] [--only a,b]\n");
+      std::fprintf(stderr, "usage: layer_table [--reps N] [--rounds R] [--threads 1,2] [--only a,b]\n");
       return 2;
     }
   }
@@ -418,31 +422,42 @@ int main(int argc, char** argv) {
   for (int t : threads) {
     set_threads(t);
     const bool cpu_time = t == 1;
+    // Per row and round: the medians of that round's steps, and their ratio.
+    std::vector<std::vector<double>> fx_ms(rows.size()), torch_ms(rows.size()), ratios(rows.size());
+    for (int round = 0; round < rounds; ++round)
+      for (size_t k = 0; k < rows.size(); ++k) {
+        const Row& r = rows[k];
+        if (round == 0) {
+          r.fx();  // warm-up: first-touch allocations, oneDNN primitives, libtorch's autograd setup
+          r.torch();
+        }
+        std::vector<double> tf, tt;
+        for (int i = 0; i < reps; ++i) {
+          double a = now_ms(cpu_time);
+          r.fx();
+          double b = now_ms(cpu_time);
+          r.torch();
+          double c = now_ms(cpu_time);
+          tf.push_back(b - a), tt.push_back(c - b);
+        }
+        fx_ms[k].push_back(median(tf)), torch_ms[k].push_back(median(tt));
+        ratios[k].push_back(fx_ms[k].back() / torch_ms[k].back());
+      }
     const std::string prefix = t == 1 ? "layer_" : "layer_t" + std::to_string(t) + "_";
     double worst = 0;
     std::string slowest;
-    for (const Row& r : rows) {
-      r.fx();  // warm-up: first-touch allocations, oneDNN primitives, libtorch's autograd setup
-      r.torch();
-      std::vector<double> tf, tt;
-      for (int i = 0; i < reps; ++i) {
-        double a = now_ms(cpu_time);
-        r.fx();
-        double b = now_ms(cpu_time);
-        r.torch();
-        double c = now_ms(cpu_time);
-        tf.push_back(b - a), tt.push_back(c - b);
-      }
-      const double f = median(tf), to = median(tt), ratio = f / to;
-      std::printf("%s%s_fx_ms=%.4f\n%s%s_torch_ms=%.4f\n%s%s_ratio=%.3f\n", prefix.c_str(),
-                  r.name.c_str(), f, prefix.c_str(), r.name.c_str(), to, prefix.c_str(),
-                  r.name.c_str(), ratio);
-      std::fflush(stdout);
-      if (ratio > worst) worst = ratio, slowest = r.name;
+    for (size_t k = 0; k < rows.size(); ++k) {
+      const char* p = prefix.c_str();
+      const char* n = rows[k].name.c_str();
+      const double ratio = median(ratios[k]);
+      std::printf("%s%s_fx_ms=%.4f\n%s%s_torch_ms=%.4f\n%s%s_ratio=%.3f\n", p, n,
+                  median(fx_ms[k]), p, n, median(torch_ms[k]), p, n, ratio);
+      if (ratio > worst) worst = ratio, slowest = rows[k].name;
     }
     const std::string table = t == 1 ? "layer_table_" : "layer_table_t" + std::to_string(t) + "_";
     std::printf("%smax_ratio=%.3f\n%sslowest=%s\n", table.c_str(), worst, table.c_str(),
                 slowest.c_str());
+    std::fflush(stdout);
   }
   return 0;
 }
