@@ -413,6 +413,21 @@ bool logsumexp_backward(const KernelCall& c) {
   return true;
 }
 
+// A row's sum in 16 independent lanes, which vectorise (one running sum is a chain of dependent
+// adds: a 128 x 1000 logitcrossentropy spent most of its time there, 1.8x libtorch's).
+template <class T>
+T lane_sum(const T* p, int64_t n) {
+  constexpr int kLanes = 16;
+  T acc[kLanes] = {};
+  int64_t j = 0;
+  for (; j + kLanes <= n; j += kLanes)
+    for (int l = 0; l < kLanes; ++l) acc[l] += p[j + l];
+  T s = 0;
+  for (int l = 0; l < kLanes; ++l) s += acc[l];
+  for (; j < n; ++j) s += p[j];
+  return s;
+}
+
 // The logits of a classifier's loss as the kernels below take them: (N, C) dense f32 or f64,
 // labels (N,) dense i64 or i32, each label checked against C.
 struct ClassProblem {
@@ -456,11 +471,7 @@ struct ClassProblem {
           for (int64_t j = 0; j < classes; ++j) t[size_t(r * classes + j)] = p[j] - m;
         }
         vector_map(VecFn::exp, t.data(), t.data(), nr * classes);
-        for (int64_t r = 0; r < nr; ++r) {
-          T s = 0;
-          for (int64_t j = 0; j < classes; ++j) s += t[size_t(r * classes + j)];
-          sums[size_t(r)] = s;
-        }
+        for (int64_t r = 0; r < nr; ++r) sums[size_t(r)] = lane_sum(t.data() + r * classes, classes);
         fn(r0, nr, t.data(), sums.data(), shift.data());
       }
     });

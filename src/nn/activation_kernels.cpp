@@ -1,0 +1,257 @@
+// Fused gelu and (log)softmax kernels (see activation_kernels.hpp). Composed from ops, gelu_erf
+// made six passes over memory in its forward alone, its erf scalar; softmax four forward and more
+// backward, each a full tensor. Here each kernel reads its inputs once and writes its output once,
+// working on blocks (gelu) or rows (softmax) small enough to stay in the L1 cache, with the
+// transcendental functions from the vectorised polynomials of backend/cpu/vector_math.hpp.
+#include "nn/activation_kernels.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <numbers>
+#include <type_traits>
+
+#include "backend/cpu/thresholds.hpp"
+#include "backend/cpu/vector_math.hpp"
+#include "fluxion/ad/tape.hpp"
+#include "fluxion/ops/create.hpp"
+#include "fluxion/ops/view.hpp"
+
+// GCC cannot see that the stack scratch blocks are written before vector_map reads them.
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+
+namespace fx::nn::detail {
+namespace {
+
+using backend::cpu::vector_map;
+using backend::cpu::VecFn;
+
+// Elements per gelu block: the block's scratch lives on the stack and in L1.
+constexpr int64_t kBlock = 512;
+
+// Reductions over a row in kLanes independent accumulators of T, which the compiler turns into
+// vector operations (one running value would be a single dependency chain).
+constexpr int kLanes = 16;
+
+template <class T>
+T row_max(const T* x, int64_t k) {
+  T acc[kLanes];
+  for (int l = 0; l < kLanes; ++l) acc[l] = -INFINITY;
+  int64_t i = 0;
+  for (; i + kLanes <= k; i += kLanes)
+    for (int l = 0; l < kLanes; ++l) acc[l] = x[i + l] > acc[l] ? x[i + l] : acc[l];
+  T m = -INFINITY;
+  for (int l = 0; l < kLanes; ++l) m = acc[l] > m ? acc[l] : m;
+  for (; i < k; ++i) m = x[i] > m ? x[i] : m;
+  return m;
+}
+
+template <class T>
+double row_sum(const T* x, int64_t k) {
+  T acc[kLanes] = {};
+  int64_t i = 0;
+  for (; i + kLanes <= k; i += kLanes)
+    for (int l = 0; l < kLanes; ++l) acc[l] += x[i + l];
+  double s = 0;
+  for (int l = 0; l < kLanes; ++l) s += acc[l];
+  for (; i < k; ++i) s += x[i];
+  return s;
+}
+
+template <class T>
+double row_dot(const T* a, const T* b, int64_t k) {
+  T acc[kLanes] = {};
+  int64_t i = 0;
+  for (; i + kLanes <= k; i += kLanes)
+    for (int l = 0; l < kLanes; ++l) acc[l] += a[i + l] * b[i + l];
+  double s = 0;
+  for (int l = 0; l < kLanes; ++l) s += acc[l];
+  for (; i < k; ++i) s += double(a[i]) * b[i];
+  return s;
+}
+
+// ---- gelu
+
+// Phi(x), the standard normal CDF, and exp(-x^2 / 2) for a block. f32: Abramowitz & Stegun
+// 7.1.26 for erfc of |x| / sqrt 2 (absolute error below 1.5e-7, under f32's resolution of Phi's
+// values near 1) on the vectorised exp; Phi of a negative x is erfc / 2 directly, so the left
+// tail keeps its relative precision. f64: std::erf and std::exp.
+template <class T>
+void normal_cdf(const T* x, T* phi, T* e, int64_t n) {
+  if constexpr (std::is_same_v<T, float>) {
+    for (int64_t i = 0; i < n; ++i) e[i] = -0.5f * x[i] * x[i];
+    vector_map(VecFn::exp, e, e, n);
+    constexpr float p = 0.3275911f, a1 = 0.254829592f, a2 = -0.284496736f, a3 = 1.421413741f,
+                    a4 = -1.453152027f, a5 = 1.061405429f;
+    constexpr float inv_sqrt2 = float(1 / std::numbers::sqrt2);
+    for (int64_t i = 0; i < n; ++i) {
+      const float t = 1.0f / (1.0f + p * std::fabs(x[i]) * inv_sqrt2);
+      const float q = t * (a1 + t * (a2 + t * (a3 + t * (a4 + t * a5)))) * e[i];  // erfc(|x|/√2)
+      // x >= 0: 1 - q/2; else q/2, exactly. Arithmetic rather than a select, which GCC leaves
+      // as a branch (a scalar loop).
+      const float lo = 0.5f * q;
+      phi[i] = lo + float(x[i] >= 0) * (1.0f - 2.0f * lo);
+    }
+  } else {
+    for (int64_t i = 0; i < n; ++i) {
+      phi[i] = 0.5 * std::erfc(-x[i] / std::numbers::sqrt2);
+      e[i] = std::exp(-0.5 * x[i] * x[i]);
+    }
+  }
+}
+
+constexpr double kTanhScale = 0.7978845608028654;  // sqrt(2 / pi)
+constexpr double kCubic = 0.044715;
+
+template <class T>
+void gelu_tanh_inner(const T* x, T* t, int64_t n) {  // t = tanh(sqrt(2/pi) (x + 0.044715 x^3))
+  const T k = T(kTanhScale), c = T(kCubic);
+  for (int64_t i = 0; i < n; ++i) t[i] = k * (x[i] + c * x[i] * x[i] * x[i]);
+  vector_map(VecFn::tanh, t, t, n);
+}
+
+template <class T>
+void gelu_forward_block(const T* x, T* y, int64_t n, GeluForm form) {
+  T a[kBlock], b[kBlock];
+  if (form == GeluForm::tanh) {
+    gelu_tanh_inner(x, a, n);
+    for (int64_t i = 0; i < n; ++i) y[i] = T(0.5) * x[i] * (T(1) + a[i]);
+  } else {
+    normal_cdf(x, a, b, n);
+    for (int64_t i = 0; i < n; ++i) y[i] = x[i] * a[i];
+  }
+}
+
+template <class T>
+void gelu_backward_block(const T* x, const T* dy, T* dx, int64_t n, GeluForm form) {
+  T a[kBlock], b[kBlock];
+  if (form == GeluForm::tanh) {
+    gelu_tanh_inner(x, a, n);
+    const T k = T(kTanhScale), c3 = T(3 * kCubic);
+    for (int64_t i = 0; i < n; ++i) {
+      const T t = a[i], xi = x[i];
+      dx[i] = dy[i] * (T(0.5) * (T(1) + t) +
+                       T(0.5) * xi * (T(1) - t * t) * k * (T(1) + c3 * xi * xi));
+    }
+  } else {
+    normal_cdf(x, a, b, n);
+    const T inv_sqrt_2pi = T(0.3989422804014327);  // d/dx Phi = exp(-x^2/2) / sqrt(2 pi)
+    for (int64_t i = 0; i < n; ++i) dx[i] = dy[i] * (a[i] + x[i] * b[i] * inv_sqrt_2pi);
+  }
+}
+
+// Runs f(begin, count) over blocks of n elements, split across the OpenMP team when large.
+template <class F>
+void for_blocks(int64_t n, F f) {
+  const int64_t blocks = (n + kBlock - 1) / kBlock;
+#pragma omp parallel for schedule(static) if (n >= backend::cpu::kParallelMin)
+  for (int64_t b = 0; b < blocks; ++b) f(b * kBlock, std::min(kBlock, n - b * kBlock));
+}
+
+template <class T>
+Tensor gelu_forward_t(const Tensor& x, GeluForm form) {
+  Tensor xc = contiguous(x), y = empty(x.shape(), x.dtype());
+  const T* px = xc.data<T>();
+  T* py = y.data<T>();
+  for_blocks(x.numel(), [&](int64_t i, int64_t n) { gelu_forward_block(px + i, py + i, n, form); });
+  return y;
+}
+
+template <class T>
+Tensor gelu_backward_t(const Tensor& x, const Tensor& dy, GeluForm form) {
+  Tensor xc = contiguous(x), dyc = contiguous(dy), dx = empty(x.shape(), x.dtype());
+  const T *px = xc.data<T>(), *pd = dyc.data<T>();
+  T* out = dx.data<T>();
+  for_blocks(x.numel(),
+             [&](int64_t i, int64_t n) { gelu_backward_block(px + i, pd + i, out + i, n, form); });
+  return dx;
+}
+
+// ---- softmax over rows of k
+
+// Runs f(row) for each of `rows` rows of k, split across the team when large.
+template <class F>
+void for_rows(int64_t rows, int64_t k, F f) {
+#pragma omp parallel for schedule(static) if (rows * k >= backend::cpu::kParallelMin && rows > 1)
+  for (int64_t r = 0; r < rows; ++r) f(r);
+}
+
+template <class T>
+void softmax_row(const T* x, T* y, int64_t k, bool log) {
+  const T m = row_max(x, k);
+  if (m == -INFINITY) {  // every entry -inf: what the composed form gives (NaN), not a crash
+    for (int64_t j = 0; j < k; ++j) y[j] = NAN;
+    return;
+  }
+  for (int64_t j = 0; j < k; ++j) y[j] = x[j] - m;
+  vector_map(VecFn::exp, y, y, k);
+  const double s = row_sum(y, k);
+  if (log) {
+    const T lse = T(m + std::log(s));
+    for (int64_t j = 0; j < k; ++j) y[j] = x[j] - lse;
+  } else {
+    const T inv = T(1 / s);
+    for (int64_t j = 0; j < k; ++j) y[j] *= inv;
+  }
+}
+
+// softmax: dx = y (dy - <dy, y>); logsoftmax: dx = dy - exp(y) sum(dy).
+template <class T>
+void softmax_backward_row(const T* y, const T* dy, T* dx, int64_t k, bool log) {
+  if (log) {
+    const T s = T(row_sum(dy, k));
+    vector_map(VecFn::exp, y, dx, k);
+    for (int64_t j = 0; j < k; ++j) dx[j] = dy[j] - dx[j] * s;
+  } else {
+    const T dot = T(row_dot(dy, y, k));
+    for (int64_t j = 0; j < k; ++j) dx[j] = y[j] * (dy[j] - dot);
+  }
+}
+
+template <class T>
+Tensor softmax_forward_t(const Tensor& x, bool log) {
+  Tensor xc = contiguous(x), y = empty(x.shape(), x.dtype());
+  const int64_t k = x.shape()[x.ndim() - 1], rows = x.numel() / k;
+  const T* px = xc.data<T>();
+  T* py = y.data<T>();
+  for_rows(rows, k, [&](int64_t r) { softmax_row(px + r * k, py + r * k, k, log); });
+  return y;
+}
+
+template <class T>
+Tensor softmax_backward_t(const Tensor& y, const Tensor& dy, bool log) {
+  Tensor yc = contiguous(y), dyc = contiguous(dy), dx = empty(y.shape(), y.dtype());
+  const int64_t k = y.shape()[y.ndim() - 1], rows = y.numel() / k;
+  const T *py = yc.data<T>(), *pd = dyc.data<T>();
+  T* out = dx.data<T>();
+  for_rows(rows, k,
+           [&](int64_t r) { softmax_backward_row(py + r * k, pd + r * k, out + r * k, k, log); });
+  return dx;
+}
+
+}  // namespace
+
+bool activation_fusable(const Tensor& x) {
+  if (!x.defined() || x.device() != Device::cpu || (x.dtype() != f32 && x.dtype() != f64))
+    return false;
+  if (x.numel() == 0) return false;
+  const int tapes = ad::num_active_tapes();
+  return tapes == 0 || (tapes == 1 && !ad::active_tape(0).forward);
+}
+
+Tensor gelu_forward(const Tensor& x, GeluForm form) {
+  return x.dtype() == f64 ? gelu_forward_t<double>(x, form) : gelu_forward_t<float>(x, form);
+}
+Tensor gelu_backward(const Tensor& x, const Tensor& dy, GeluForm form) {
+  return x.dtype() == f64 ? gelu_backward_t<double>(x, dy, form)
+                          : gelu_backward_t<float>(x, dy, form);
+}
+Tensor softmax_forward(const Tensor& x, bool log) {
+  return x.dtype() == f64 ? softmax_forward_t<double>(x, log) : softmax_forward_t<float>(x, log);
+}
+Tensor softmax_backward(const Tensor& y, const Tensor& dy, bool log) {
+  return y.dtype() == f64 ? softmax_backward_t<double>(y, dy, log)
+                          : softmax_backward_t<float>(y, dy, log);
+}
+
+}  // namespace fx::nn::detail
