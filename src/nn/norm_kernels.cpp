@@ -237,6 +237,26 @@ void ln_forward_kernel(const T* x, const T* scale, const T* bias, T* y, T* mean_
   }
 }
 
+// One row of layer normalisation's backward given the row's means of g and g xhat: dx, and the
+// row's terms of dscale and dbias. Restrict pointers: with five arrays GCC otherwise gave up
+// versioning the loop for aliasing and left it scalar (LayerNorm at 1.35x libtorch).
+template <class T>
+void ln_backward_row(const T* __restrict x, const T* __restrict dy, const T* __restrict scale,
+                     T* __restrict out, T* __restrict dscale, T* __restrict dbias, T m, T rs, T mg,
+                     T mgx, int64_t k) {
+  for (int64_t t = 0; t < k; ++t) {
+    const T xhat = (x[t] - m) * rs;
+    out[t] = rs * (dy[t] * scale[t] - mg - xhat * mgx);
+    dscale[t] += dy[t] * xhat;
+    dbias[t] += dy[t];
+  }
+}
+template <class T>
+void ln_backward_row_plain(const T* __restrict x, const T* __restrict dy, T* __restrict out, T m,
+                           T rs, T mg, T mgx, int64_t k) {
+  for (int64_t t = 0; t < k; ++t) out[t] = rs * (dy[t] - mg - (x[t] - m) * rs * mgx);
+}
+
 // dx = rstd (g - mean(g) - xhat mean(g xhat)) with g = dy * scale; dscale = sum over rows of
 // dy xhat, dbias = sum of dy (accumulated in T per element across rows).
 template <class T>
@@ -252,17 +272,8 @@ void ln_backward_kernel(const T* x, const T* scale, const T* mean, const T* rstd
     row_scaled_sums(xr, dr, scale, m, rs, k, sg, sgx);
     const T mg = static_cast<T>(sg / static_cast<double>(k)),
             mgx = static_cast<T>(sgx / static_cast<double>(k));
-    T* out = dx + r * k;
-    if (scale) {
-      for (int64_t t = 0; t < k; ++t) {
-        const T xhat = (xr[t] - m) * rs;
-        out[t] = rs * (dr[t] * scale[t] - mg - xhat * mgx);
-        dscale[t] += dr[t] * xhat;
-        dbias[t] += dr[t];
-      }
-    } else {
-      for (int64_t t = 0; t < k; ++t) out[t] = rs * (dr[t] - mg - (xr[t] - m) * rs * mgx);
-    }
+    if (scale) ln_backward_row(xr, dr, scale, dx + r * k, dscale, dbias, m, rs, mg, mgx, k);
+    else ln_backward_row_plain(xr, dr, dx + r * k, m, rs, mg, mgx, k);
   }
 }
 

@@ -10,20 +10,33 @@
 // Bilinear (linear on 1-d, trilinear on 3-d inputs: one axis at a time) follows PyTorch's
 // align_corners = false: output o along an axis samples the input at (o + 0.5) / scale - 0.5,
 // clamped at 0, interpolating between its two neighbours (the last one repeated at the edge).
+// On the CPU in f32/f64 under at most one reverse tape each axis is one fused kernel (one node,
+// its pullback the transposed kernel: src/nn/upsample_kernels.cpp); forward mode and higher
+// orders differentiate the composed form.
 // PixelShuffle(r) maps (N, C r^2, H, W) to (N, C, H r, W r) as PyTorch's pixel_shuffle.
 #pragma once
 #include <cmath>
 #include <cstdint>
 #include <vector>
 
+#include "fluxion/ad/custom.hpp"
 #include "fluxion/core/error.hpp"
 #include "fluxion/core/fields.hpp"
 #include "fluxion/ops/create.hpp"
 #include "fluxion/ops/elementwise.hpp"
 #include "fluxion/ops/index.hpp"
 #include "fluxion/ops/view.hpp"
+#include "fluxion/nn/groupnorm.hpp"
 
 namespace fx::nn {
+
+namespace detail {
+// Linear interpolation along `axis` by an integer scale, f32/f64 CPU (upsample_kernels.cpp), and
+// its transpose: the cotangent of y back to x's shape.
+Tensor upsample_linear_axis_forward(const Tensor& x, int64_t axis, int64_t scale);
+Tensor upsample_linear_axis_backward(const Tensor& dy, int64_t axis, int64_t scale,
+                                     const Shape& x_shape);
+}  // namespace detail
 
 enum class UpsampleMode { nearest, bilinear };
 
@@ -61,6 +74,21 @@ struct Upsample {
   }
   static Tensor linear_axis(const Tensor& x, int64_t axis, int64_t s) {
     if (s == 1) return x;
+    // group_norm_fusable: CPU f32/f64 and at most one reverse tape, the fused kernels' condition.
+    if (x.numel() > 0 && detail::group_norm_fusable(x, Tensor())) {
+      if (ad::num_active_tapes() == 0) return detail::upsample_linear_axis_forward(x, axis, s);
+      auto rule = custom_rule(
+          "fx::nn::Upsample",
+          [axis, s](const Tensor& x) { return detail::upsample_linear_axis_forward(x, axis, s); },
+          [axis, s](const Tensor& x, const Tensor&, const Tensor& dy) {
+            return detail::upsample_linear_axis_backward(dy, axis, s, x.shape());
+          });
+      return rule(x);
+    }
+    return linear_axis_composed(x, axis, s);
+  }
+  // The same from views and index_select: what forward mode and higher orders differentiate.
+  static Tensor linear_axis_composed(const Tensor& x, int64_t axis, int64_t s) {
     const int64_t in = x.shape()[axis], out = in * s;
     const size_t count = static_cast<size_t>(out);
     std::vector<double> i0(count), i1(count), w1(count);
