@@ -11,6 +11,9 @@
 #include <numbers>
 #include <type_traits>
 
+#include <hwy/highway.h>
+#include <hwy/contrib/math/math-inl.h>
+
 #include "backend/cpu/thresholds.hpp"
 #include "backend/cpu/vector_math.hpp"
 #include "fluxion/ad/tape.hpp"
@@ -25,6 +28,7 @@ namespace {
 
 using backend::cpu::vector_map;
 using backend::cpu::VecFn;
+namespace hn = hwy::HWY_NAMESPACE;
 
 // Elements per gelu block: the block's scratch lives on the stack and in L1.
 constexpr int64_t kBlock = 512;
@@ -110,8 +114,50 @@ void gelu_tanh_inner(const T* x, T* t, int64_t n) {  // t = tanh(sqrt(2/pi) (x +
   vector_map(VecFn::tanh, t, t, n);
 }
 
+// gelu_erf in f32 in one pass of vectors: Phi(x) as normal_cdf computes it (the same
+// polynomial, Highway's exp), and with `dy` the gradient dy (Phi(x) + x phi(x)) instead of the
+// value x Phi(x). The tail that fills no vector takes normal_cdf.
+template <bool Gradient>
+void gelu_erf_f32(const float* x, const float* dy, float* out, int64_t n) {
+  const hn::ScalableTag<float> d;
+  const int64_t lanes = int64_t(hn::Lanes(d));
+  const auto half = hn::Set(d, 0.5f), one = hn::Set(d, 1.0f), zero = hn::Zero(d);
+  const auto p = hn::Set(d, 0.3275911f * float(1 / std::numbers::sqrt2));
+  const auto a1 = hn::Set(d, 0.254829592f), a2 = hn::Set(d, -0.284496736f),
+             a3 = hn::Set(d, 1.421413741f), a4 = hn::Set(d, -1.453152027f),
+             a5 = hn::Set(d, 1.061405429f);
+  const auto exp_lo = hn::Set(d, -87.0f), pdf = hn::Set(d, 0.3989422804014327f);
+  int64_t i = 0;
+  for (; i + lanes <= n; i += lanes) {
+    const auto v = hn::LoadU(d, x + i);
+    const auto z = hn::Mul(hn::Neg(half), hn::Mul(v, v));
+    // exp(z) is 0 in f32 below -87 or so (and NaN x stays NaN through z).
+    const auto e = hn::IfThenZeroElse(hn::Lt(z, exp_lo), hn::Exp(d, hn::Max(z, exp_lo)));
+    const auto t = hn::Div(one, hn::MulAdd(p, hn::Abs(v), one));
+    auto poly = hn::MulAdd(t, a5, a4);
+    poly = hn::MulAdd(t, poly, a3);
+    poly = hn::MulAdd(t, poly, a2);
+    poly = hn::MulAdd(t, poly, a1);
+    const auto lo = hn::Mul(half, hn::Mul(hn::Mul(t, poly), e));  // erfc(|x|/√2) / 2
+    const auto phi = hn::IfThenElse(hn::Ge(v, zero), hn::Sub(one, lo), lo);
+    if constexpr (Gradient)
+      hn::StoreU(hn::Mul(hn::LoadU(d, dy + i), hn::MulAdd(hn::Mul(v, e), pdf, phi)), d, out + i);
+    else
+      hn::StoreU(hn::Mul(v, phi), d, out + i);
+  }
+  if (i < n) {
+    float a[kBlock], b[kBlock];
+    normal_cdf(x + i, a, b, n - i);
+    for (int64_t j = i; j < n; ++j)
+      out[j] = Gradient ? dy[j] * (a[j - i] + x[j] * b[j - i] * 0.3989422804014327f)
+                        : x[j] * a[j - i];
+  }
+}
+
 template <class T>
 void gelu_forward_block(const T* x, T* y, int64_t n, GeluForm form) {
+  if constexpr (std::is_same_v<T, float>)
+    if (form == GeluForm::erf) return gelu_erf_f32<false>(x, nullptr, y, n);
   T a[kBlock], b[kBlock];
   if (form == GeluForm::tanh) {
     gelu_tanh_inner(x, a, n);
@@ -124,6 +170,8 @@ void gelu_forward_block(const T* x, T* y, int64_t n, GeluForm form) {
 
 template <class T>
 void gelu_backward_block(const T* x, const T* dy, T* dx, int64_t n, GeluForm form) {
+  if constexpr (std::is_same_v<T, float>)
+    if (form == GeluForm::erf) return gelu_erf_f32<true>(x, dy, dx, n);
   T a[kBlock], b[kBlock];
   if (form == GeluForm::tanh) {
     gelu_tanh_inner(x, a, n);
