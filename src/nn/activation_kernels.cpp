@@ -32,45 +32,57 @@ namespace hn = hwy::HWY_NAMESPACE;
 
 // Elements per gelu block: the block's scratch lives on the stack and in L1.
 constexpr int64_t kBlock = 512;
-
-// Reductions over a row in kLanes independent accumulators of T, which the compiler turns into
-// vector operations (one running value would be a single dependency chain).
-constexpr int kLanes = 16;
-
+// Reductions over a row as OpenMP SIMD reductions in T: one partial result per vector lane,
+// combined at the end (a plain running sum is one dependency chain, and does not vectorise
+// without licence to reorder it). Arrays of lane accumulators, tried first in norm_kernels.cpp,
+// GCC vectorised across the wrong loop, with permutes.
+// Each splits the row into four quarters reduced side by side: four independent chains of vector
+// operations instead of one, whose add latency bounded a softmax row's reductions.
 template <class T>
 T row_max(const T* x, int64_t k) {
-  T acc[kLanes];
-  for (int l = 0; l < kLanes; ++l) acc[l] = -INFINITY;
-  int64_t i = 0;
-  for (; i + kLanes <= k; i += kLanes)
-    for (int l = 0; l < kLanes; ++l) acc[l] = x[i + l] > acc[l] ? x[i + l] : acc[l];
-  T m = -INFINITY;
-  for (int l = 0; l < kLanes; ++l) m = acc[l] > m ? acc[l] : m;
-  for (; i < k; ++i) m = x[i] > m ? x[i] : m;
+  const int64_t q = k / 4;
+  T m0 = -INFINITY, m1 = -INFINITY, m2 = -INFINITY, m3 = -INFINITY;
+#pragma omp simd reduction(max : m0, m1, m2, m3)
+  for (int64_t i = 0; i < q; ++i) {
+    m0 = x[i] > m0 ? x[i] : m0;
+    m1 = x[i + q] > m1 ? x[i + q] : m1;
+    m2 = x[i + 2 * q] > m2 ? x[i + 2 * q] : m2;
+    m3 = x[i + 3 * q] > m3 ? x[i + 3 * q] : m3;
+  }
+  T m = std::max(std::max(m0, m1), std::max(m2, m3));
+  for (int64_t i = 4 * q; i < k; ++i) m = x[i] > m ? x[i] : m;
   return m;
 }
 
 template <class T>
 double row_sum(const T* x, int64_t k) {
-  T acc[kLanes] = {};
-  int64_t i = 0;
-  for (; i + kLanes <= k; i += kLanes)
-    for (int l = 0; l < kLanes; ++l) acc[l] += x[i + l];
-  double s = 0;
-  for (int l = 0; l < kLanes; ++l) s += acc[l];
-  for (; i < k; ++i) s += x[i];
+  const int64_t q = k / 4;
+  T s0 = 0, s1 = 0, s2 = 0, s3 = 0;
+#pragma omp simd reduction(+ : s0, s1, s2, s3)
+  for (int64_t i = 0; i < q; ++i) {
+    s0 += x[i];
+    s1 += x[i + q];
+    s2 += x[i + 2 * q];
+    s3 += x[i + 3 * q];
+  }
+  double s = double(s0) + s1 + s2 + s3;
+  for (int64_t i = 4 * q; i < k; ++i) s += x[i];
   return s;
 }
 
 template <class T>
 double row_dot(const T* a, const T* b, int64_t k) {
-  T acc[kLanes] = {};
-  int64_t i = 0;
-  for (; i + kLanes <= k; i += kLanes)
-    for (int l = 0; l < kLanes; ++l) acc[l] += a[i + l] * b[i + l];
-  double s = 0;
-  for (int l = 0; l < kLanes; ++l) s += acc[l];
-  for (; i < k; ++i) s += double(a[i]) * b[i];
+  const int64_t q = k / 4;
+  T s0 = 0, s1 = 0, s2 = 0, s3 = 0;
+#pragma omp simd reduction(+ : s0, s1, s2, s3)
+  for (int64_t i = 0; i < q; ++i) {
+    s0 += a[i] * b[i];
+    s1 += a[i + q] * b[i + q];
+    s2 += a[i + 2 * q] * b[i + 2 * q];
+    s3 += a[i + 3 * q] * b[i + 3 * q];
+  }
+  double s = double(s0) + s1 + s2 + s3;
+  for (int64_t i = 4 * q; i < k; ++i) s += double(a[i]) * b[i];
   return s;
 }
 
