@@ -38,19 +38,27 @@ constexpr int64_t kBlock = 512;
 // GCC vectorised across the wrong loop, with permutes.
 // Each splits the row into four quarters reduced side by side: four independent chains of vector
 // operations instead of one, whose add latency bounded a softmax row's reductions.
+// The maximum, and whether any entry is NaN (which a max reduction may skip).
 template <class T>
-T row_max(const T* x, int64_t k) {
+T row_max(const T* x, int64_t k, bool& nan) {
   const int64_t q = k / 4;
   T m0 = -INFINITY, m1 = -INFINITY, m2 = -INFINITY, m3 = -INFINITY;
-#pragma omp simd reduction(max : m0, m1, m2, m3)
+  int bad = 0;
+#pragma omp simd reduction(max : m0, m1, m2, m3) reduction(| : bad)
   for (int64_t i = 0; i < q; ++i) {
     m0 = x[i] > m0 ? x[i] : m0;
     m1 = x[i + q] > m1 ? x[i + q] : m1;
     m2 = x[i + 2 * q] > m2 ? x[i + 2 * q] : m2;
     m3 = x[i + 3 * q] > m3 ? x[i + 3 * q] : m3;
+    bad |= (x[i] != x[i]) | (x[i + q] != x[i + q]) | (x[i + 2 * q] != x[i + 2 * q]) |
+           (x[i + 3 * q] != x[i + 3 * q]);
   }
   T m = std::max(std::max(m0, m1), std::max(m2, m3));
-  for (int64_t i = 4 * q; i < k; ++i) m = x[i] > m ? x[i] : m;
+  for (int64_t i = 4 * q; i < k; ++i) {
+    m = x[i] > m ? x[i] : m;
+    bad |= x[i] != x[i];
+  }
+  nan = bad != 0;
   return m;
 }
 
@@ -144,8 +152,13 @@ void gelu_erf_f32(const float* x, const float* dy, float* out, int64_t n) {
     const auto v = hn::LoadU(d, x + i);
     const auto z = hn::Mul(hn::Neg(half), hn::Mul(v, v));
     // exp(z) is 0 in f32 below -87 or so (and NaN x stays NaN through z).
-    const auto e = hn::IfThenZeroElse(hn::Lt(z, exp_lo), hn::Exp(d, hn::Max(z, exp_lo)));
-    const auto t = hn::Div(one, hn::MulAdd(p, hn::Abs(v), one));
+    // Max(lo, z) is maxps(lo, z), which returns z when z is NaN: NaN stays NaN.
+    const auto e = hn::IfThenZeroElse(hn::Lt(z, exp_lo), hn::Exp(d, hn::Max(exp_lo, z)));
+    // 1 / (1 + p|x|): the approximate reciprocal and one Newton step (about 23 bits), which
+    // keeps the divider, a quarter of the loop's time, out of it.
+    const auto den = hn::MulAdd(p, hn::Abs(v), one);
+    const auto r0 = hn::ApproximateReciprocal(den);
+    const auto t = hn::Mul(r0, hn::NegMulAdd(den, r0, hn::Set(d, 2.0f)));
     auto poly = hn::MulAdd(t, a5, a4);
     poly = hn::MulAdd(t, poly, a3);
     poly = hn::MulAdd(t, poly, a2);
@@ -236,9 +249,53 @@ void for_rows(int64_t rows, int64_t k, F f) {
   for (int64_t r = 0; r < rows; ++r) f(r);
 }
 
+// sum of exp(x - m) over a row, storing the exponentials in y unless y is null, in one pass of
+// vectors; x - m <= 0 (m is the row's finite maximum), and exp is 0 in f32 below about -87.
+float exp_sum_f32(const float* x, float m, float* y, int64_t k) {
+  const hn::ScalableTag<float> d;
+  const int64_t lanes = int64_t(hn::Lanes(d));
+  const auto vm = hn::Set(d, m), lo = hn::Set(d, -87.0f);
+  auto s0 = hn::Zero(d), s1 = hn::Zero(d);
+  int64_t i = 0;
+  auto one = [&](int64_t j) {
+    const auto z = hn::Sub(hn::LoadU(d, x + j), vm);
+    const auto e = hn::IfThenZeroElse(hn::Lt(z, lo), hn::Exp(d, hn::Max(lo, z)));
+    if (y) hn::StoreU(e, d, y + j);
+    return e;
+  };
+  for (; i + 2 * lanes <= k; i += 2 * lanes) {
+    s0 = hn::Add(s0, one(i));
+    s1 = hn::Add(s1, one(i + lanes));
+  }
+  for (; i + lanes <= k; i += lanes) s0 = hn::Add(s0, one(i));
+  float s = hn::GetLane(hn::SumOfLanes(d, hn::Add(s0, s1)));
+  for (; i < k; ++i) {
+    const float e = std::exp(x[i] - m);
+    if (y) y[i] = e;
+    s += e;
+  }
+  return s;
+}
+
 template <class T>
 void softmax_row(const T* x, T* y, int64_t k, bool log) {
-  const T m = row_max(x, k);
+  bool nan = false;
+  const T m = row_max(x, k, nan);
+  if constexpr (std::is_same_v<T, float>) {
+    // The fused pass needs a finite maximum and no NaN; anything else takes the general path
+    // below, which propagates them as the composed form does.
+    if (std::isfinite(m) && !nan) {
+      const float s = exp_sum_f32(x, m, log ? nullptr : y, k);
+      if (log) {
+        const float lse = m + std::log(s);
+        for (int64_t j = 0; j < k; ++j) y[j] = x[j] - lse;
+      } else {
+        const float inv = 1.0f / s;
+        for (int64_t j = 0; j < k; ++j) y[j] *= inv;
+      }
+      return;
+    }
+  }
   if (m == -INFINITY) {  // every entry -inf: what the composed form gives (NaN), not a crash
     for (int64_t j = 0; j < k; ++j) y[j] = NAN;
     return;
@@ -255,11 +312,27 @@ void softmax_row(const T* x, T* y, int64_t k, bool log) {
   }
 }
 
+// logsoftmax's pullback in f32, one pass of vectors: dx = dy - exp(y) s, y <= 0 a log-probability
+// (Max(lo, v) keeps a NaN in y, as maxps returns its second operand then).
+void logsoftmax_backward_f32(const float* y, const float* dy, float* dx, float s, int64_t k) {
+  const hn::ScalableTag<float> d;
+  const int64_t lanes = int64_t(hn::Lanes(d));
+  const auto vs = hn::Set(d, s), lo = hn::Set(d, -87.0f);
+  int64_t i = 0;
+  for (; i + lanes <= k; i += lanes) {
+    const auto v = hn::LoadU(d, y + i);
+    const auto e = hn::IfThenZeroElse(hn::Lt(v, lo), hn::Exp(d, hn::Max(lo, v)));
+    hn::StoreU(hn::NegMulAdd(e, vs, hn::LoadU(d, dy + i)), d, dx + i);
+  }
+  for (; i < k; ++i) dx[i] = dy[i] - std::exp(y[i]) * s;
+}
+
 // softmax: dx = y (dy - <dy, y>); logsoftmax: dx = dy - exp(y) sum(dy).
 template <class T>
 void softmax_backward_row(const T* y, const T* dy, T* dx, int64_t k, bool log) {
   if (log) {
     const T s = T(row_sum(dy, k));
+    if constexpr (std::is_same_v<T, float>) return logsoftmax_backward_f32(y, dy, dx, s, k);
     vector_map(VecFn::exp, y, dx, k);
     for (int64_t j = 0; j < k; ++j) dx[j] = dy[j] - dx[j] * s;
   } else {
