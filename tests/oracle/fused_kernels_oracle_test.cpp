@@ -1,5 +1,6 @@
 // The fused CPU kernels behind bench/layer_table's rows (gelu in both forms, softmax and
-// logsoftmax, mse, logitcrossentropy with many classes, LayerNorm, bilinear Upsample) against
+// logsoftmax, mse, logitcrossentropy with many classes, LayerNorm, bilinear Upsample,
+// PixelShuffle) against
 // libtorch: forward values and the pullback of a random cotangent, in f32 (where gelu_erf uses its
 // own erfc polynomial) and f64, at sizes past the kernels' block and threading thresholds. Each
 // fluxion figure also goes through the composed form (forward mode, fx::jvp) where that is the
@@ -169,6 +170,14 @@ TEST_P(FusedKernels, BilinearUpsampleOneTwoAndThreeAxes) {
               });
 }
 
+TEST_P(FusedKernels, PixelShuffleAndItsInverse) {
+  for (int64_t r : {2, 3})
+    check_unary(
+        "pixel_shuffle", {2, 5 * r * r, 4, 6}, GetParam(),
+        [m = fx::nn::PixelShuffle(r)](const fx::Tensor& x) { return m(x); },
+        [r](const torch::Tensor& x) { return torch::pixel_shuffle(x, r); });
+}
+
 // The kernels and the composed definitions (which forward mode differentiates) agree: a jvp
 // along v equals <pullback of e_i, v> summed, checked here as <J v, u> = <v, J^T u>.
 TEST_P(FusedKernels, KernelPullbacksAreTheTransposesOfTheComposedJvps) {
@@ -180,7 +189,10 @@ TEST_P(FusedKernels, KernelPullbacksAreTheTransposesOfTheComposedJvps) {
       {"softmax", [](const fx::Tensor& x) { return fx::softmax(x); }},
       {"logsoftmax", [](const fx::Tensor& x) { return fx::logsoftmax(x); }},
       {"upsample", [m = fx::nn::Upsample({2, 3}, fx::nn::UpsampleMode::bilinear)](
-                       const fx::Tensor& x) { return m(fx::reshape(x, {2, 3, 20, 10})); }}};
+                       const fx::Tensor& x) { return m(fx::reshape(x, {2, 3, 20, 10})); }},
+      {"pixel_shuffle", [m = fx::nn::PixelShuffle(2)](const fx::Tensor& x) {
+         return m(fx::reshape(x, {2, 12, 5, 10}));
+       }}};
   auto x = fx::astype(fx::testing::randn({60, 20}, {.seed = 1}) * 2.0, dt);
   auto v = fx::astype(fx::testing::randn({60, 20}, {.seed = 2}), dt);
   for (auto& [name, f] : fs) {

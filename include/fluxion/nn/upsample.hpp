@@ -13,7 +13,8 @@
 // On the CPU in f32/f64 under at most one reverse tape each axis is one fused kernel (one node,
 // its pullback the transposed kernel: src/nn/upsample_kernels.cpp); forward mode and higher
 // orders differentiate the composed form.
-// PixelShuffle(r) maps (N, C r^2, H, W) to (N, C, H r, W r) as PyTorch's pixel_shuffle.
+// PixelShuffle(r) maps (N, C r^2, H, W) to (N, C, H r, W r) as PyTorch's pixel_shuffle (a copy
+// kernel on the CPU, composed from reshape and permute for forward mode and higher orders).
 #pragma once
 #include <cmath>
 #include <cstdint>
@@ -36,6 +37,9 @@ namespace detail {
 Tensor upsample_linear_axis_forward(const Tensor& x, int64_t axis, int64_t scale);
 Tensor upsample_linear_axis_backward(const Tensor& dy, int64_t axis, int64_t scale,
                                      const Shape& x_shape);
+// PixelShuffle(r) of a contiguous f32/f64 CPU (N, C r^2, H, W) tensor, or with `inverse` its
+// transpose (N, C, H r, W r) -> (N, C r^2, H, W).
+Tensor pixel_shuffle_kernel(const Tensor& x, int64_t r, bool inverse);
 }  // namespace detail
 
 enum class UpsampleMode { nearest, bilinear };
@@ -118,6 +122,17 @@ struct PixelShuffle {
     FX_CHECK(x.defined() && x.ndim() == 4 && x.shape()[1] % (r * r) == 0,
              "fx::nn::PixelShuffle: input ", x.defined() ? x.shape().to_string() : "undefined",
              " must be (N, C r^2, H, W) with r = ", r);
+    // CPU f32/f64 under at most one reverse tape: one copy kernel, its pullback the inverse one.
+    if (x.numel() > 0 && detail::group_norm_fusable(x, Tensor())) {
+      if (ad::num_active_tapes() == 0) return detail::pixel_shuffle_kernel(x, r, false);
+      auto rule = custom_rule(
+          "fx::nn::PixelShuffle",
+          [r = r](const Tensor& x) { return detail::pixel_shuffle_kernel(x, r, false); },
+          [r = r](const Tensor&, const Tensor&, const Tensor& dy) {
+            return detail::pixel_shuffle_kernel(dy, r, true);
+          });
+      return rule(x);
+    }
     const int64_t n = x.shape()[0], c = x.shape()[1] / (r * r), h = x.shape()[2], w = x.shape()[3];
     // (N, C, r, r, H, W) -> (N, C, H, r, W, r): y[n, c, h r + i, w r + j] = x[n, c r^2 + i r + j, h, w].
     return reshape(permute(reshape(x, {n, c, r, r, h, w}), {0, 1, 4, 2, 5, 3}),
