@@ -38,24 +38,26 @@ constexpr int64_t kBlock = 512;
 // GCC vectorised across the wrong loop, with permutes.
 // Each splits the row into four quarters reduced side by side: four independent chains of vector
 // operations instead of one, whose add latency bounded a softmax row's reductions.
-// The maximum, and whether any entry is NaN (which a max reduction may skip).
+// The maximum and the minimum, and whether any entry is NaN (which a max reduction may skip).
 template <class T>
-T row_max(const T* x, int64_t k, bool& nan) {
+T row_max(const T* x, int64_t k, bool& nan, T& min) {
   const int64_t q = k / 4;
   T m0 = -INFINITY, m1 = -INFINITY, m2 = -INFINITY, m3 = -INFINITY;
+  T n0 = INFINITY, n1 = INFINITY, n2 = INFINITY, n3 = INFINITY;
   int bad = 0;
-#pragma omp simd reduction(max : m0, m1, m2, m3) reduction(| : bad)
+#pragma omp simd reduction(max : m0, m1, m2, m3) reduction(min : n0, n1, n2, n3) \
+    reduction(| : bad)
   for (int64_t i = 0; i < q; ++i) {
-    m0 = x[i] > m0 ? x[i] : m0;
-    m1 = x[i + q] > m1 ? x[i + q] : m1;
-    m2 = x[i + 2 * q] > m2 ? x[i + 2 * q] : m2;
-    m3 = x[i + 3 * q] > m3 ? x[i + 3 * q] : m3;
-    bad |= (x[i] != x[i]) | (x[i + q] != x[i + q]) | (x[i + 2 * q] != x[i + 2 * q]) |
-           (x[i + 3 * q] != x[i + 3 * q]);
+    const T a = x[i], b = x[i + q], c = x[i + 2 * q], e = x[i + 3 * q];
+    m0 = a > m0 ? a : m0, m1 = b > m1 ? b : m1, m2 = c > m2 ? c : m2, m3 = e > m3 ? e : m3;
+    n0 = a < n0 ? a : n0, n1 = b < n1 ? b : n1, n2 = c < n2 ? c : n2, n3 = e < n3 ? e : n3;
+    bad |= (a != a) | (b != b) | (c != c) | (e != e);
   }
   T m = std::max(std::max(m0, m1), std::max(m2, m3));
+  min = std::min(std::min(n0, n1), std::min(n2, n3));
   for (int64_t i = 4 * q; i < k; ++i) {
     m = x[i] > m ? x[i] : m;
+    min = x[i] < min ? x[i] : min;
     bad |= x[i] != x[i];
   }
   nan = bad != 0;
@@ -251,6 +253,9 @@ void for_rows(int64_t rows, int64_t k, F f) {
 
 // sum of exp(x - m) over a row, storing the exponentials in y unless y is null, in one pass of
 // vectors; x - m <= 0 (m is the row's finite maximum), and exp is 0 in f32 below about -87.
+// Guard: some x - m may fall below exp's range (set from the row's minimum); without, every
+// lane is in range and the range select is skipped.
+template <bool Guard>
 float exp_sum_f32(const float* x, float m, float* y, int64_t k) {
   const hn::ScalableTag<float> d;
   const int64_t lanes = int64_t(hn::Lanes(d));
@@ -259,7 +264,8 @@ float exp_sum_f32(const float* x, float m, float* y, int64_t k) {
   int64_t i = 0;
   auto one = [&](int64_t j) {
     const auto z = hn::Sub(hn::LoadU(d, x + j), vm);
-    const auto e = hn::IfThenZeroElse(hn::Lt(z, lo), hn::Exp(d, hn::Max(lo, z)));
+    const auto e = Guard ? hn::IfThenZeroElse(hn::Lt(z, lo), hn::Exp(d, hn::Max(lo, z)))
+                         : hn::Exp(d, z);
     if (y) hn::StoreU(e, d, y + j);
     return e;
   };
@@ -280,12 +286,14 @@ float exp_sum_f32(const float* x, float m, float* y, int64_t k) {
 template <class T>
 void softmax_row(const T* x, T* y, int64_t k, bool log) {
   bool nan = false;
-  const T m = row_max(x, k, nan);
+  T mn;
+  const T m = row_max(x, k, nan, mn);
   if constexpr (std::is_same_v<T, float>) {
     // The fused pass needs a finite maximum and no NaN; anything else takes the general path
     // below, which propagates them as the composed form does.
     if (std::isfinite(m) && !nan) {
-      const float s = exp_sum_f32(x, m, log ? nullptr : y, k);
+      const float s = mn - m >= -80.0f ? exp_sum_f32<false>(x, m, log ? nullptr : y, k)
+                                       : exp_sum_f32<true>(x, m, log ? nullptr : y, k);
       if (log) {
         const float lse = m + std::log(s);
         for (int64_t j = 0; j < k; ++j) y[j] = x[j] - lse;
@@ -313,7 +321,8 @@ void softmax_row(const T* x, T* y, int64_t k, bool log) {
 }
 
 // logsoftmax's pullback in f32, one pass of vectors: dx = dy - exp(y) s, y <= 0 a log-probability
-// (Max(lo, v) keeps a NaN in y, as maxps returns its second operand then).
+// (Max(lo, v) keeps a NaN in y, as maxps returns its second operand then). Guard as exp_sum_f32.
+template <bool Guard>
 void logsoftmax_backward_f32(const float* y, const float* dy, float* dx, float s, int64_t k) {
   const hn::ScalableTag<float> d;
   const int64_t lanes = int64_t(hn::Lanes(d));
@@ -321,18 +330,49 @@ void logsoftmax_backward_f32(const float* y, const float* dy, float* dx, float s
   int64_t i = 0;
   for (; i + lanes <= k; i += lanes) {
     const auto v = hn::LoadU(d, y + i);
-    const auto e = hn::IfThenZeroElse(hn::Lt(v, lo), hn::Exp(d, hn::Max(lo, v)));
+    const auto e = Guard ? hn::IfThenZeroElse(hn::Lt(v, lo), hn::Exp(d, hn::Max(lo, v)))
+                         : hn::Exp(d, v);
     hn::StoreU(hn::NegMulAdd(e, vs, hn::LoadU(d, dy + i)), d, dx + i);
   }
   for (; i < k; ++i) dx[i] = dy[i] - std::exp(y[i]) * s;
+}
+
+// sum(dy) and min(y) in one pass of four chains each (min NaN-blind: NaN takes the guarded path
+// through the comparison below failing).
+void sum_and_min(const float* dy, const float* y, int64_t k, float& sum, float& min) {
+  const int64_t q = k / 4;
+  float s0 = 0, s1 = 0, s2 = 0, s3 = 0;
+  float n0 = INFINITY, n1 = INFINITY, n2 = INFINITY, n3 = INFINITY;
+  int bad = 0;
+#pragma omp simd reduction(+ : s0, s1, s2, s3) reduction(min : n0, n1, n2, n3) reduction(| : bad)
+  for (int64_t i = 0; i < q; ++i) {
+    s0 += dy[i], s1 += dy[i + q], s2 += dy[i + 2 * q], s3 += dy[i + 3 * q];
+    const float a = y[i], b = y[i + q], c = y[i + 2 * q], e = y[i + 3 * q];
+    n0 = a < n0 ? a : n0, n1 = b < n1 ? b : n1, n2 = c < n2 ? c : n2, n3 = e < n3 ? e : n3;
+    bad |= (a != a) | (b != b) | (c != c) | (e != e);
+  }
+  double t = double(s0) + s1 + s2 + s3;
+  float mn = std::min(std::min(n0, n1), std::min(n2, n3));
+  for (int64_t i = 4 * q; i < k; ++i) {
+    t += dy[i];
+    mn = y[i] < mn ? y[i] : mn;
+    bad |= y[i] != y[i];
+  }
+  sum = float(t);
+  min = bad ? NAN : mn;
 }
 
 // softmax: dx = y (dy - <dy, y>); logsoftmax: dx = dy - exp(y) sum(dy).
 template <class T>
 void softmax_backward_row(const T* y, const T* dy, T* dx, int64_t k, bool log) {
   if (log) {
+    if constexpr (std::is_same_v<T, float>) {
+      float s, mn;
+      sum_and_min(dy, y, k, s, mn);
+      if (mn >= -80.0f) return logsoftmax_backward_f32<false>(y, dy, dx, s, k);
+      return logsoftmax_backward_f32<true>(y, dy, dx, s, k);
+    }
     const T s = T(row_sum(dy, k));
-    if constexpr (std::is_same_v<T, float>) return logsoftmax_backward_f32(y, dy, dx, s, k);
     vector_map(VecFn::exp, y, dx, k);
     for (int64_t j = 0; j < k; ++j) dx[j] = dy[j] - dx[j] * s;
   } else {
