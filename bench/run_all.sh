@@ -7,7 +7,8 @@
 #   bench/run_all.sh --quick      # shorter timings (a smoke run, a few minutes)
 #   bench/run_all.sh --full       # also the large ADBench GMM sizes (10k points, d = 32)
 #
-# Names in results.txt are stable: overhead_*, mlp_t1_*, mlp_t2_*, mlp_scaling_*, scalar_ad_*, lstm_* (train_char_lstm), cnn_* (train_cnn), and the names
+# Names in results.txt are stable: overhead_*, mlp_t1_*, mlp_t2_*, mlp_scaling_*, scalar_ad_*, lstm_* (train_char_lstm), cnn_* (train_cnn),
+# layer_* and layer_table_* (layer_table), and the names
 # printed by lstm_overhead, matmul, adbench_gmm, adbench_lstm, adbench_ba and adbench_hand (already prefixed), plus
 # <bench>_wall_s and <bench>_peak_rss_kb for every run. The acceptance ratios of issue 4 are
 # collected under acceptance_* at the end.
@@ -36,6 +37,8 @@ TARGETS=(overhead train_mlp lstm_overhead matmul adbench_gmm adbench_lstm elemen
 [ -f bench/scalar_ad.cpp ] && TARGETS+=(scalar_ad)
 [ -f bench/train_char_lstm.cpp ] && TARGETS+=(train_char_lstm)
 [ -f bench/train_cnn.cpp ] && TARGETS+=(train_cnn)
+# layer_table needs libtorch: built only where the build directory has the target.
+cmake --build "$BUILD" --target help 2>/dev/null | grep -qw layer_table && TARGETS+=(layer_table)
 cmake --build "$BUILD" -j"$(nproc)" --target "${TARGETS[@]}"
 mkdir -p "$OUT" docs
 RESULTS=$OUT/results.txt
@@ -47,15 +50,17 @@ case $MODE in
          AD_TIME=(--min-time 0.05 --samples 2 --budget 0.5); GMM_SIZES=(--sets 1k --max-d 10 --max-k 50)
          BA_SIZES=(--sets ba1,ba2); MLP_OPTS=(--epochs 3 --steps 100)
          HAND_SETS=(--sets simple/hand1,complicated/hand1); CHAR_OPTS=(--rounds 3 --steps 3)
-         CNN_OPTS=(--rounds 3 --steps 5) ;;
+         CNN_OPTS=(--rounds 3 --steps 5)
+         LAYER_OPTS=(--rounds 1 --reps 3 --threads 1) ;;
   full)  LSTM_OPTS=(--reps 15 --inner 20); MM_OPTS=(--reps 7)
          AD_TIME=(--min-time 0.5 --samples 10 --budget 5); GMM_SIZES=(--sets 1k,10k)
          BA_SIZES=(--sets ba1,ba3,ba5,ba8,ba10); MLP_OPTS=(--epochs 5); HAND_SETS=()
-         CHAR_OPTS=(--rounds 7 --steps 10); CNN_OPTS=(--rounds 9 --steps 30) ;;
+         CHAR_OPTS=(--rounds 7 --steps 10); CNN_OPTS=(--rounds 9 --steps 30)
+         LAYER_OPTS=(--rounds 9 --reps 5 --threads 1,2) ;;
   *)     LSTM_OPTS=(--reps 15 --inner 20); MM_OPTS=(--reps 7)
          AD_TIME=(--min-time 0.1 --samples 5 --budget 1); GMM_SIZES=(--sets 1k,10k --max-d 20)
          BA_SIZES=(); MLP_OPTS=(--epochs 5); HAND_SETS=(); CHAR_OPTS=(--rounds 5 --steps 10)
-         CNN_OPTS=(--rounds 5 --steps 20) ;;
+         CNN_OPTS=(--rounds 5 --steps 20); LAYER_OPTS=(--rounds 5 --reps 5 --threads 1,2) ;;
 esac
 
 # run NAME PREFIX CMD...: runs CMD, keeps its output in $OUT/NAME.log, appends its name=value
@@ -109,6 +114,10 @@ fi
 # OMP_WAIT_POLICY=passive for 2-thread figures that do not depend on the scheduler (train_cnn.cpp).
 if [ -x "$B/train_cnn" ]; then
   run train_cnn "" env OPENBLAS_NUM_THREADS=2 "$B/train_cnn" --threads 1,2 "${CNN_OPTS[@]}"
+fi
+# issue 30's per-layer table: forward + backward of each layer type beside libtorch.
+if [ -x "$B/layer_table" ]; then
+  run layer_table "" "$B/layer_table" "${LAYER_OPTS[@]}"
 fi
 if [ -x "$B/adbench_ba" ]; then
   run adbench_ba "" "$B/adbench_ba" ${BA_SIZES[@]+"${BA_SIZES[@]}"} "${AD_TIME[@]}"
@@ -356,6 +365,25 @@ if "lstm_fluxion_step_ms" in r:
       f"{g('lstm_ratio_t1', '{:.3f}')} | ≤ 0.8 | {g('lstm_fluxion_step_wall_ms', '{:.2f}')} | "
       f"{g('lstm_libtorch_step_wall_ms', '{:.2f}')} | {g('lstm_fluxion_loss_last', '{:.4f}')} / "
       f"{g('lstm_libtorch_loss_last', '{:.4f}')} |\n")
+
+layers = [m.group(1) for k in r if (m := re.fullmatch(r"layer_(?!t\d+_|table_)(\w+)_ratio", k))]
+if layers:
+    w("## Per-layer table (issue 30)\n")
+    w("Forward + backward (the gradient with respect to the input and the parameters, the pullback "
+      "of a fixed random cotangent) of each layer type at a typical size, fluxion beside libtorch "
+      "(`bench/layer_table`, sizes in its source). 1 thread: the thread's CPU time; 2 threads: wall "
+      "time. Each figure is the median over rounds of each round's median step; the ratio "
+      "(fluxion ÷ libtorch) is the median of the rounds' ratios. Target: no ratio above 1.\n")
+    w(f"- `layer_table_max_ratio` = {g('layer_table_max_ratio', '{:.3f}')} "
+      f"(`{g('layer_table_slowest')}`); 2 threads: {g('layer_table_t2_max_ratio', '{:.3f}')} "
+      f"(`{g('layer_table_t2_slowest')}`)\n")
+    w("| layer | fluxion (ms) | libtorch (ms) | ratio | 2 threads fluxion | libtorch | ratio |")
+    w("|---|---|---|---|---|---|---|")
+    for n in layers:
+        w(f"| {n} | {g(f'layer_{n}_fx_ms', '{:.3f}')} | {g(f'layer_{n}_torch_ms', '{:.3f}')} | "
+          f"{g(f'layer_{n}_ratio', '{:.3f}')} | {g(f'layer_t2_{n}_fx_ms', '{:.3f}')} | "
+          f"{g(f'layer_t2_{n}_torch_ms', '{:.3f}')} | {g(f'layer_t2_{n}_ratio', '{:.3f}')} |")
+    w("")
 
 sc = [l for l in open(res) if l.startswith("scalar_ad_")]
 if sc:

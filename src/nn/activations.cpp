@@ -1,15 +1,22 @@
 // Activation composites: public ops only, so their gradients come from the primitives' rules
 // and differentiate again. Branches go through `where` (the gradient of the unused branch is
-// zero there) and the stable forms go through softplus, which never overflows.
+// zero there) and the stable forms go through softplus, which never overflows. gelu and
+// (log)softmax over the last axis also have fused CPU kernels (activation_kernels.hpp) for the
+// first-order reverse mode, where the composed form's passes over memory made them 1.5-6x slower
+// than libtorch's (bench/layer_table); the composed form stays the definition that forward mode
+// and higher orders differentiate, and what the tests compare the kernels against.
 #include "fluxion/nn/activations.hpp"
 
 #include <cmath>
 #include <numbers>
 
+#include "fluxion/ad/custom.hpp"
+#include "fluxion/ad/tape.hpp"
 #include "fluxion/ops/create.hpp"
 #include "fluxion/ops/device.hpp"
 #include "fluxion/ops/reduce.hpp"
 #include "fluxion/ops/view.hpp"
+#include "nn/activation_kernels.hpp"
 
 namespace fx {
 namespace {
@@ -22,10 +29,43 @@ void check_input(const Tensor& x, const char* name) {
            dtype_name(x.dtype()), " ", x.shape());
 }
 
+// The kernel alone outside any recording, else one custom-rule node whose pullback is the
+// backward kernel bwd(x, y, dy). Callers check nn::detail::activation_fusable first.
+template <class Fwd, class Bwd>
+Tensor fused_unary(const char* name, const Tensor& x, Fwd fwd, Bwd bwd) {
+  if (ad::num_active_tapes() == 0) return fwd(x);
+  return custom_rule(name, fwd, bwd)(x);
+}
+
+// Whether axes is x's last axis alone (what the fused softmax kernels reduce over).
+bool last_axis_only(const Tensor& x, const Axes& axes, const char* op) {
+  return x.ndim() >= 1 && axes.mask(int(x.ndim()), op) == uint64_t(1) << (x.ndim() - 1);
+}
+
+Tensor fused_softmax(const Tensor& x, bool log) {
+  return fused_unary(
+      log ? "fx::logsoftmax" : "fx::softmax", x,
+      [log](const Tensor& x) { return nn::detail::softmax_forward(x, log); },
+      [log](const Tensor&, const Tensor& y, const Tensor& dy) {
+        return nn::detail::softmax_backward(y, dy, log);
+      });
+}
+
+Tensor fused_gelu(const Tensor& x, nn::detail::GeluForm form) {
+  return fused_unary(
+      form == nn::detail::GeluForm::erf ? "fx::gelu_erf" : "fx::gelu_tanh", x,
+      [form](const Tensor& x) { return nn::detail::gelu_forward(x, form); },
+      [form](const Tensor& x, const Tensor&, const Tensor& dy) {
+        return nn::detail::gelu_backward(x, dy, form);
+      });
+}
+
 }  // namespace
 
 Tensor softmax(const Tensor& x, Axes axes) {
   FX_CHECK(x.defined(), "fx::softmax: undefined tensor");
+  if (nn::detail::activation_fusable(x) && last_axis_only(x, axes, "fx::softmax"))
+    return fused_softmax(x, false);
   // Shifting by a constant leaves softmax unchanged, so the max needs no gradient.
   Tensor e = exp(x - stop_gradient(max(x, axes, true)));
   return e / sum(e, axes, true);
@@ -35,6 +75,8 @@ Tensor softmax(const Tensor& x) { return softmax(x, Axes(-1)); }
 
 Tensor logsoftmax(const Tensor& x, Axes axes) {
   FX_CHECK(x.defined(), "fx::logsoftmax: undefined tensor");
+  if (nn::detail::activation_fusable(x) && last_axis_only(x, axes, "fx::logsoftmax"))
+    return fused_softmax(x, true);
   return x - logsumexp(x, axes, true);
 }
 Tensor logsoftmax(const Tensor& x, int64_t axis) { return logsoftmax(x, Axes(axis)); }
@@ -96,6 +138,7 @@ Tensor selu(const Tensor& x) {
 }
 
 Tensor gelu_tanh(const Tensor& x) {
+  if (nn::detail::activation_fusable(x)) return fused_gelu(x, nn::detail::GeluForm::tanh);
   const double k = std::sqrt(2.0 / std::numbers::pi);
   Tensor inner = (x + x * x * x * 0.044715) * k;
   return x * (tanh(inner) + 1.0) * 0.5;
@@ -108,7 +151,10 @@ Tensor gelu_sigmoid(const Tensor& x) {
   return x * sigmoid((x + x * x * x * 0.044715) * k);
 }
 
-Tensor gelu_erf(const Tensor& x) { return x * (erf(x * std::numbers::sqrt2 * 0.5) + 1.0) * 0.5; }
+Tensor gelu_erf(const Tensor& x) {
+  if (nn::detail::activation_fusable(x)) return fused_gelu(x, nn::detail::GeluForm::erf);
+  return x * (erf(x * std::numbers::sqrt2 * 0.5) + 1.0) * 0.5;
+}
 
 Tensor swish(const Tensor& x) { return x * sigmoid(x); }
 Tensor hardswish(const Tensor& x) { return x * hardsigmoid(x); }

@@ -5,6 +5,8 @@
 
 #include <limits>
 
+#include "fluxion/ad/custom.hpp"
+#include "fluxion/ad/tape.hpp"
 #include "fluxion/nn/activations.hpp"
 #include "fluxion/ops/create.hpp"
 #include "fluxion/ops/elementwise.hpp"
@@ -12,6 +14,8 @@
 #include "fluxion/ops/primitives.hpp"
 #include "fluxion/ops/reduce.hpp"
 #include "fluxion/ops/view.hpp"
+#include "nn/activation_kernels.hpp"
+#include "nn/loss_kernels.hpp"
 #include "ops/fused.hpp"
 
 namespace fx {
@@ -128,7 +132,23 @@ Tensor mae(const Tensor& yhat, const Tensor& y, const Agg& agg) {
 }
 
 Tensor mse(const Tensor& yhat, const Tensor& y, const Agg& agg) {
-  return agg(square(yhat - dense_target(yhat, y, "mse")));
+  Tensor t = dense_target(yhat, y, "mse");
+  // The mean or sum of a constant target (no tape tracks it) on the CPU: one fused node
+  // (loss_kernels.hpp) in the first-order reverse mode, the kernel alone outside any recording.
+  const bool reduces = agg.kind() == Agg::Kind::mean || agg.kind() == Agg::Kind::sum;
+  if (reduces && nn::detail::activation_fusable(yhat) && t.dtype() == yhat.dtype() &&
+      t.device() == Device::cpu && t.impl()->ntags == 0) {
+    const double scale = agg.kind() == Agg::Kind::mean ? 1.0 / double(yhat.numel()) : 1.0;
+    auto fwd = [t, scale](const Tensor& yhat) {
+      return nn::detail::squared_error_forward(yhat, t, scale);
+    };
+    if (ad::num_active_tapes() == 0) return fwd(yhat);
+    return custom_rule("fx::mse", fwd,
+                       [t, scale](const Tensor& yhat, const Tensor&, const Tensor& dy) {
+                         return nn::detail::squared_error_backward(yhat, t, dy, scale);
+                       })(yhat);
+  }
+  return agg(square(yhat - t));
 }
 
 Tensor msle(const Tensor& yhat, const Tensor& y, const Agg& agg, double eps) {

@@ -10,20 +10,37 @@
 // Bilinear (linear on 1-d, trilinear on 3-d inputs: one axis at a time) follows PyTorch's
 // align_corners = false: output o along an axis samples the input at (o + 0.5) / scale - 0.5,
 // clamped at 0, interpolating between its two neighbours (the last one repeated at the edge).
-// PixelShuffle(r) maps (N, C r^2, H, W) to (N, C, H r, W r) as PyTorch's pixel_shuffle.
+// On the CPU in f32/f64 under at most one reverse tape each axis is one fused kernel (one node,
+// its pullback the transposed kernel: src/nn/upsample_kernels.cpp); forward mode and higher
+// orders differentiate the composed form.
+// PixelShuffle(r) maps (N, C r^2, H, W) to (N, C, H r, W r) as PyTorch's pixel_shuffle (a copy
+// kernel on the CPU, composed from reshape and permute for forward mode and higher orders).
 #pragma once
 #include <cmath>
 #include <cstdint>
 #include <vector>
 
+#include "fluxion/ad/custom.hpp"
 #include "fluxion/core/error.hpp"
 #include "fluxion/core/fields.hpp"
 #include "fluxion/ops/create.hpp"
 #include "fluxion/ops/elementwise.hpp"
 #include "fluxion/ops/index.hpp"
 #include "fluxion/ops/view.hpp"
+#include "fluxion/nn/groupnorm.hpp"
 
 namespace fx::nn {
+
+namespace detail {
+// Linear interpolation along `axis` by an integer scale, f32/f64 CPU (upsample_kernels.cpp), and
+// its transpose: the cotangent of y back to x's shape.
+Tensor upsample_linear_axis_forward(const Tensor& x, int64_t axis, int64_t scale);
+Tensor upsample_linear_axis_backward(const Tensor& dy, int64_t axis, int64_t scale,
+                                     const Shape& x_shape);
+// PixelShuffle(r) of a contiguous f32/f64 CPU (N, C r^2, H, W) tensor, or with `inverse` its
+// transpose (N, C, H r, W r) -> (N, C r^2, H, W).
+Tensor pixel_shuffle_kernel(const Tensor& x, int64_t r, bool inverse);
+}  // namespace detail
 
 enum class UpsampleMode { nearest, bilinear };
 
@@ -61,6 +78,21 @@ struct Upsample {
   }
   static Tensor linear_axis(const Tensor& x, int64_t axis, int64_t s) {
     if (s == 1) return x;
+    // group_norm_fusable: CPU f32/f64 and at most one reverse tape, the fused kernels' condition.
+    if (x.numel() > 0 && detail::group_norm_fusable(x, Tensor())) {
+      if (ad::num_active_tapes() == 0) return detail::upsample_linear_axis_forward(x, axis, s);
+      auto rule = custom_rule(
+          "fx::nn::Upsample",
+          [axis, s](const Tensor& x) { return detail::upsample_linear_axis_forward(x, axis, s); },
+          [axis, s](const Tensor& x, const Tensor&, const Tensor& dy) {
+            return detail::upsample_linear_axis_backward(dy, axis, s, x.shape());
+          });
+      return rule(x);
+    }
+    return linear_axis_composed(x, axis, s);
+  }
+  // The same from views and index_select: what forward mode and higher orders differentiate.
+  static Tensor linear_axis_composed(const Tensor& x, int64_t axis, int64_t s) {
     const int64_t in = x.shape()[axis], out = in * s;
     const size_t count = static_cast<size_t>(out);
     std::vector<double> i0(count), i1(count), w1(count);
@@ -90,6 +122,17 @@ struct PixelShuffle {
     FX_CHECK(x.defined() && x.ndim() == 4 && x.shape()[1] % (r * r) == 0,
              "fx::nn::PixelShuffle: input ", x.defined() ? x.shape().to_string() : "undefined",
              " must be (N, C r^2, H, W) with r = ", r);
+    // CPU f32/f64 under at most one reverse tape: one copy kernel, its pullback the inverse one.
+    if (x.numel() > 0 && detail::group_norm_fusable(x, Tensor())) {
+      if (ad::num_active_tapes() == 0) return detail::pixel_shuffle_kernel(x, r, false);
+      auto rule = custom_rule(
+          "fx::nn::PixelShuffle",
+          [r = r](const Tensor& x) { return detail::pixel_shuffle_kernel(x, r, false); },
+          [r = r](const Tensor&, const Tensor&, const Tensor& dy) {
+            return detail::pixel_shuffle_kernel(dy, r, true);
+          });
+      return rule(x);
+    }
     const int64_t n = x.shape()[0], c = x.shape()[1] / (r * r), h = x.shape()[2], w = x.shape()[3];
     // (N, C, r, r, H, W) -> (N, C, H, r, W, r): y[n, c, h r + i, w r + j] = x[n, c r^2 + i r + j, h, w].
     return reshape(permute(reshape(x, {n, c, r, r, h, w}), {0, 1, 4, 2, 5, 3}),
