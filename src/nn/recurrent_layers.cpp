@@ -5,8 +5,8 @@
 //   differentiate to any order like the cells do.
 // - fused: each layer (both directions) one call of oneDNN's RNN primitive, and on a tape one
 //   node (an fx::custom_rule) whose pullback is oneDNN's backward primitive, reading the
-//   forward's workspace. Taken for f32 on the CPU without lengths, when at most one reverse tape
-//   records (the pullback is a kernel, not ops, so nothing could differentiate it again) and the
+//   forward's workspace. Taken for f32 on the CPU without lengths, outside fx::vmap and
+//   fx::trace, when at most one reverse tape records (the pullback is a kernel, not ops, so nothing could differentiate it again) and the
 //   layer's `fused` flag is set; anything else runs composed.
 #include <array>
 #include <optional>
@@ -159,7 +159,9 @@ template <size_t K, class Cell>
 std::optional<be::RnnCell> fused_kind(const std::vector<Cell>& cells, const Layout& L,
                                       const Tensor& x, const States<K>& init,
                                       const Tensor& lengths) {
-  if (!L.fused || lengths.defined() || x.dtype() != f32 || x.device() != Device::cpu)
+  // Under fx::vmap or fx::trace the values hold no data a kernel could read: ops only.
+  if (!L.fused || lengths.defined() || x.dtype() != f32 || x.device() != Device::cpu ||
+      fx::detail::intercepted())
     return std::nullopt;
   const int tapes = ad::num_active_tapes();
   if (tapes > 1 || (tapes == 1 && ad::active_tape(0).forward)) return std::nullopt;

@@ -7,6 +7,7 @@
 
 #include <fluxion/ad/reverse.hpp>
 #include <fluxion/ad/tape.hpp>
+#include <fluxion/ad/vmap.hpp>
 #include <fluxion/nn/gru.hpp>
 #include <fluxion/nn/lstm.hpp>
 #include <fluxion/nn/rnn.hpp>
@@ -156,4 +157,16 @@ TEST(RecurrentFused, LengthsAndOtherDtypesRunComposed) {
   const uint64_t nf = nodes_of([&] { fx::gradient(loss, lstm); });
   const uint64_t nc = nodes_of([&] { fx::gradient(loss, composed); });
   EXPECT_EQ(nf, nc);  // masking is not expressed in oneDNN: the same composed recording
+}
+
+TEST(RecurrentFused, VmapRunsEachExampleAsTheLayerWould) {
+  // Under fx::vmap a value has no data of its own for a kernel to read: the layer must run its
+  // ops, batched, and give what it gives each example on its own (fused there).
+  fx::Generator gen(13);
+  auto gru = fx::nn::GRU(3, 4, {.bidirectional = true, .gen = &gen});
+  Tensor xs = fx::testing::randn({3, 2, 5, 3}, {.seed = 14, .dtype = fx::f32});
+  Tensor ys = fx::vmap([&](const Tensor& x) { return gru(x).first; })(xs);
+  for (int64_t b = 0; b < 3; ++b)
+    EXPECT_TRUE(fx::allclose(fx::select(ys, 0, b), gru(fx::select(xs, 0, b)).first, kRtol, kAtol))
+        << b;
 }

@@ -19,10 +19,11 @@
 // relu, LSTM, linear-before-reset GRU, which is PyTorch's GRU), and is one node on a tape whose
 // pullback is oneDNN's backward primitive. A layer takes the fused path when its `fused` flag is
 // set (the default), everything is f32 on the CPU, no lengths are given, oneDNN accepts the
-// sizes, and no more than one reverse tape records: under fx::jvp, a gradient of a gradient
-// (fx::hessian, nested fx::gradient) or any other nesting the composed path runs by itself, so
-// second order needs nothing from the user. `layer.fused = false` forces the composed path
-// everywhere (to compare the two, or for bit-for-bit agreement with the cells).
+// sizes, the call is not under fx::vmap or fx::trace, and at most one reverse tape records:
+// under fx::jvp, a gradient of a gradient (fx::hessian, nested fx::gradient) or any other
+// nesting the composed path runs by itself, so second order needs nothing from the user.
+// `layer.fused = false` forces the composed path everywhere (to compare the two, or for
+// bit-for-bit agreement with the cells).
 #pragma once
 #include <cstdint>
 
