@@ -1,6 +1,9 @@
 // Forward + backward time of the recurrent and attention layers beside libtorch's, on one thread,
 // in the same process and on the same inputs, as name=value lines:
 //   recurrent_<layer>_fx_ms, recurrent_<layer>_torch_ms, recurrent_<layer>_ratio (fluxion / torch)
+// and recurrent_<layer>_composed_fx_ms: the LSTM and GRU with fused = false, stepping the cells
+// with fluxion ops instead of oneDNN's RNN primitives (fluxion/nn/recurrent.hpp), and
+// recurrent_lstm_forward[_composed]_fx_ms: the LSTM's forward alone, outside differentiation
 // for an LSTM and a GRU (N 32, T 64, features 64, hidden 256) and MultiHeadAttention (N 16,
 // L 64, E 256, 8 heads). Each figure is the median of --reps timed runs after one warm-up, in
 // the thread's CPU time (everything runs on the calling thread), which a busy shared machine
@@ -80,6 +83,20 @@ int main(int argc, char** argv) {
   double gru_fx = median_ms(reps, [&] {
     auto g = fx::gradient([&](const fx::nn::GRU& m) { return fx::sum(m(x).first); }, gru);
   });
+  // The same layers on the composed path (the cells stepped with fluxion ops), for comparison.
+  auto lstm_c = lstm;
+  lstm_c.fused = false;
+  double lstm_composed = median_ms(reps, [&] {
+    auto g = fx::gradient([&](const fx::nn::LSTM& m) { return fx::sum(m(x).first); }, lstm_c);
+  });
+  auto gru_c = gru;
+  gru_c.fused = false;
+  double gru_composed = median_ms(reps, [&] {
+    auto g = fx::gradient([&](const fx::nn::GRU& m) { return fx::sum(m(x).first); }, gru_c);
+  });
+  // Forward alone, outside any differentiation (inference), both paths.
+  double lstm_inf = median_ms(reps, [&] { auto y = lstm(x).first; });
+  double lstm_inf_c = median_ms(reps, [&] { auto y = lstm_c(x).first; });
   const int64_t AN = 16, AL = 64, AE = 256;
   auto mha = fx::nn::MultiHeadAttention(AE, 8, {.gen = &gen});
   fx::Tensor ax = fx::randn({AN, AL, AE}, gen);
@@ -110,5 +127,9 @@ int main(int argc, char** argv) {
 #endif
   report("lstm", lstm_fx, lstm_t);
   report("gru", gru_fx, gru_t);
+  std::cout << "recurrent_lstm_composed_fx_ms=" << lstm_composed << "\n";
+  std::cout << "recurrent_gru_composed_fx_ms=" << gru_composed << "\n";
+  std::cout << "recurrent_lstm_forward_fx_ms=" << lstm_inf << "\n";
+  std::cout << "recurrent_lstm_forward_composed_fx_ms=" << lstm_inf_c << "\n";
   report("mha", mha_fx, mha_t);
 }

@@ -1,11 +1,22 @@
-// The sequence layers RNN, LSTM and GRU: one loop, shared, that runs a cell's step through time
-// for every layer and direction, with masking of padded sequences and dropout between layers.
-// Everything is composed from public ops (fx::linear, slices, where, stack, concat), so the
-// layers differentiate to any order like the cells do.
+// The sequence layers RNN, LSTM and GRU, two ways:
+// - composed: one loop, shared, that runs a cell's step through time for every layer and
+//   direction, with masking of padded sequences and dropout between layers. Everything is
+//   composed from public ops (fx::linear, slices, where, stack, concat), so the layers
+//   differentiate to any order like the cells do.
+// - fused: each layer (both directions) one call of oneDNN's RNN primitive, and on a tape one
+//   node (an fx::custom_rule) whose pullback is oneDNN's backward primitive, reading the
+//   forward's workspace. Taken for f32 on the CPU without lengths, outside fx::vmap and
+//   fx::trace, when at most one reverse tape records (the pullback is a kernel, not ops, so nothing could differentiate it again) and the
+//   layer's `fused` flag is set; anything else runs composed.
 #include <array>
+#include <optional>
 #include <string>
+#include <tuple>
 #include <type_traits>
 
+#include "backend/cpu/rnn_onednn.hpp"
+#include "fluxion/ad/custom.hpp"
+#include "fluxion/ad/tape.hpp"
 #include "fluxion/nn/gru.hpp"
 #include "fluxion/nn/lstm.hpp"
 #include "fluxion/nn/rnn.hpp"
@@ -26,6 +37,7 @@ struct Layout {
   int64_t layers, dirs;
   double dropout;
   bool training;
+  bool fused;  // the layer allows the oneDNN path
 };
 
 // Builds the layers * directions cells of a sequence layer; `make(in, gen)` makes one.
@@ -127,6 +139,170 @@ std::pair<Tensor, States<K>> run(const std::vector<Cell>& cells, const Layout& L
   return {contiguous(transpose(input, 0, 1)), out};
 }
 
+// ---- the fused (oneDNN) path
+
+namespace be = fx::backend::cpu;
+
+// The oneDNN cell that computes what `Cell::step` does, if there is one.
+std::optional<be::RnnCell> onednn_cell(const RNNCell& c) {
+  if (c.act == static_cast<Activation>(&fx::tanh)) return be::RnnCell::rnn_tanh;
+  if (c.act == static_cast<Activation>(&fx::relu)) return be::RnnCell::rnn_relu;
+  return std::nullopt;
+}
+std::optional<be::RnnCell> onednn_cell(const LSTMCell&) { return be::RnnCell::lstm; }
+std::optional<be::RnnCell> onednn_cell(const GRUCell&) { return be::RnnCell::gru; }
+
+bool is_cpu_f32(const Tensor& t) { return !t.defined() || (t.dtype() == f32 && t.device() == Device::cpu); }
+
+// Whether the whole stack runs fused; the kind of cell if so.
+template <size_t K, class Cell>
+std::optional<be::RnnCell> fused_kind(const std::vector<Cell>& cells, const Layout& L,
+                                      const Tensor& x, const States<K>& init,
+                                      const Tensor& lengths) {
+  // Under fx::vmap or fx::trace the values hold no data a kernel could read: ops only.
+  if (!L.fused || lengths.defined() || x.dtype() != f32 || x.device() != Device::cpu ||
+      fx::detail::intercepted())
+    return std::nullopt;
+  const int tapes = ad::num_active_tapes();
+  if (tapes > 1 || (tapes == 1 && ad::active_tape(0).forward)) return std::nullopt;
+  for (const Tensor& s : init)
+    if (!is_cpu_f32(s)) return std::nullopt;
+  const std::optional<be::RnnCell> kind = onednn_cell(cells[0]);
+  if (!kind) return std::nullopt;
+  for (const Cell& c : cells) {
+    if (onednn_cell(c) != kind) return std::nullopt;
+    for (const Tensor* w : {&c.weight_ih, &c.weight_hh, &c.bias_ih, &c.bias_hh})
+      if (!is_cpu_f32(*w)) return std::nullopt;
+  }
+  const int64_t H = cells[0].hidden_size();
+  for (int64_t l = 0; l < L.layers; ++l) {
+    const be::RnnLayer r{*kind, x.size(0), x.size(1), l == 0 ? x.size(2) : L.dirs * H, H, L.dirs};
+    if (!be::rnn_supported(r, tapes > 0)) return std::nullopt;
+  }
+  return kind;
+}
+
+// Gate block k of a (gates * hidden, ...) weight or (gates * hidden,) bias.
+Tensor rows(const Tensor& w, int64_t k, int64_t H) { return slice(w, 0, k * H, (k + 1) * H); }
+
+// A cell's weights and bias as oneDNN orders them (rnn_onednn.hpp): PyTorch's GRU gates r, z, n
+// become u = z, r, o = n, and the biases are summed except the GRU's b_hn, a fourth block.
+template <class Cell>
+std::array<Tensor, 3> onednn_weights(const Cell& c, be::RnnCell kind) {
+  const int64_t H = c.hidden_size(), G = c.weight_hh.size(0) / H;
+  const Tensor bih = c.bias_ih.defined() ? c.bias_ih : zeros({G * H});
+  const Tensor bhh = c.bias_hh.defined() ? c.bias_hh : zeros({G * H});
+  if (kind != be::RnnCell::gru) return {c.weight_ih, c.weight_hh, bih + bhh};
+  auto zrn = [H](const Tensor& w) {
+    return concat({rows(w, 1, H), rows(w, 0, H), rows(w, 2, H)}, 0);
+  };
+  return {zrn(c.weight_ih), zrn(c.weight_hh),
+          concat({rows(bih, 1, H) + rows(bhh, 1, H), rows(bih, 0, H) + rows(bhh, 0, H),
+                  rows(bih, 2, H), rows(bhh, 2, H)},
+                 0)};
+}
+
+// The one place that knows how a fused layer packs its outputs into its node's single output
+// (y, then h_n, then c_n, flat): the place to switch to a multi-output primitive.
+struct Unpacked {
+  Tensor y, h, c;
+};
+Unpacked unpack(const Tensor& p, const be::RnnLayer& r) {
+  const int64_t ny = r.y_size(), ns = r.state_size();
+  Unpacked u;
+  u.y = reshape(slice(p, 0, 0, ny), {r.N, r.T, r.D * r.H});
+  u.h = reshape(slice(p, 0, ny, ny + ns), {r.D, r.N, r.H});
+  if (r.has_c()) u.c = reshape(slice(p, 0, ny + ns, ny + 2 * ns), {r.D, r.N, r.H});
+  return u;
+}
+
+// One fused layer's packed output. Without a tape, oneDNN's inference forward; on one, one
+// node whose pullback runs oneDNN's backward.
+Tensor fused_layer(const be::RnnLayer& r, const char* name, const Tensor& x, const Tensor& h0,
+                   const Tensor& c0, const Tensor& wx, const Tensor& wh, const Tensor& b) {
+  auto forward = [r, name](const Tensor& x, const Tensor& h0, const Tensor& c0, const Tensor& wx,
+                           const Tensor& wh, const Tensor& b, bool training) {
+    Tensor out, ws;
+    FX_CHECK(be::rnn_forward(r, x, h0, c0, wx, wh, b, training, out, ws), name,
+             ": oneDNN declined the input ", x.shape(), " it had accepted");
+    return std::pair(out, ws);
+  };
+  if (ad::num_active_tapes() == 0) return forward(x, h0, c0, wx, wh, b, false).first;
+  auto backward = [r](const Tensor& x, const Tensor& h0, const Tensor& c0, const Tensor& wx,
+                      const Tensor& wh, const Tensor& b, const Tensor& out, const Tensor& ws,
+                      const Tensor& dout) {
+    if (!dout.defined()) return be::RnnGrads{};
+    return be::rnn_backward(r, x, h0, c0, wx, wh, b, out, ws, contiguous(dout));
+  };
+  const std::string label = std::string(name) + " (oneDNN)";
+  if (r.has_c()) {
+    auto rule = custom_rule(
+        label,
+        [forward](const Tensor& x, const Tensor& h0, const Tensor& c0, const Tensor& wx,
+                  const Tensor& wh, const Tensor& b) { return forward(x, h0, c0, wx, wh, b, true); },
+        [backward](const Tensor& x, const Tensor& h0, const Tensor& c0, const Tensor& wx,
+                   const Tensor& wh, const Tensor& b, const Tensor& out, const Tensor& ws,
+                   const Tensor& dout) {
+          be::RnnGrads g = backward(x, h0, c0, wx, wh, b, out, ws, dout);
+          return std::tuple(g.x, g.h0, g.c0, g.wx, g.wh, g.b);
+        });
+    return rule(x, h0, c0, wx, wh, b);
+  }
+  auto rule = custom_rule(
+      label,
+      [forward](const Tensor& x, const Tensor& h0, const Tensor& wx, const Tensor& wh,
+                const Tensor& b) { return forward(x, h0, Tensor(), wx, wh, b, true); },
+      [backward](const Tensor& x, const Tensor& h0, const Tensor& wx, const Tensor& wh,
+                 const Tensor& b, const Tensor& out, const Tensor& ws, const Tensor& dout) {
+        be::RnnGrads g = backward(x, h0, Tensor(), wx, wh, b, out, ws, dout);
+        return std::tuple(g.x, g.h0, g.wx, g.wh, g.b);
+      });
+  return rule(x, h0, wx, wh, b);
+}
+
+// Runs the stack fused, layer by layer (oneDNN's own stacking needs equal input and output
+// widths, which the first layer and bidirectional stacks do not have), with dropout between.
+template <size_t K, class Cell>
+std::pair<Tensor, States<K>> run_fused(const std::vector<Cell>& cells, const Layout& L,
+                                       const Tensor& x, const States<K>& init, be::RnnCell kind) {
+  const int64_t N = x.size(0), T = x.size(1), H = cells[0].hidden_size(), D = L.dirs;
+  Tensor input = contiguous(x);
+  std::array<std::vector<Tensor>, K> finals;
+  for (int64_t l = 0; l < L.layers; ++l) {
+    std::array<std::vector<Tensor>, 3> w;  // wx, wh, b of each direction
+    for (int64_t d = 0; d < D; ++d) {
+      auto cw = onednn_weights(cells[l * D + d], kind);
+      for (int k = 0; k < 3; ++k) w[k].push_back(cw[k]);
+    }
+    std::array<Tensor, 3> stacked;
+    for (int k = 0; k < 3; ++k)
+      stacked[k] = D == 1 ? contiguous(unsqueeze(w[k][0], 0)) : stack(w[k], 0);
+    States<K> s0;
+    for (size_t k = 0; k < K; ++k) s0[k] = contiguous(slice(init[k], 0, l * D, (l + 1) * D));
+    const be::RnnLayer r{kind, N, T, input.size(2), H, D};
+    Unpacked u = unpack(fused_layer(r, L.name, input, s0[0], K == 2 ? s0[K - 1] : Tensor(),
+                                    stacked[0], stacked[1], stacked[2]),
+                        r);
+    finals[0].push_back(u.h);
+    if constexpr (K == 2) finals[1].push_back(u.c);
+    input = u.y;
+    if (l + 1 < L.layers && L.training && L.dropout > 0) input = dropout(input, L.dropout);
+  }
+  States<K> out;
+  for (size_t k = 0; k < K; ++k) out[k] = L.layers == 1 ? finals[k][0] : concat(finals[k], 0);
+  return {input, out};
+}
+
+// The composed loop, or the fused one where it applies.
+template <size_t K, class Cell, class Step>
+std::pair<Tensor, States<K>> run_layers(const std::vector<Cell>& cells, const Layout& L,
+                                        const Tensor& x, const States<K>& init,
+                                        const Tensor& lengths, Step step) {
+  if (auto kind = fused_kind<K>(cells, L, x, init, lengths))
+    return run_fused<K>(cells, L, x, init, *kind);
+  return run<K>(cells, L, x, init, lengths, step);
+}
+
 template <class Layer>
 void check_call(const Layer& m, const Layout& L, const Tensor& x, const Tensor& lengths) {
   FX_CHECK(!m.cells.empty(), L.name, ": called without cells (default-constructed)");
@@ -159,7 +335,8 @@ RNN::RNN(int64_t in, int64_t hidden, const RecurrentOptions& o)
     : h0(zero_state(o, hidden)),
       num_layers(o.num_layers),
       bidirectional(o.bidirectional),
-      dropout(o.dropout) {
+      dropout(o.dropout),
+      fused(o.fused) {
   FX_CHECK(o.act != nullptr, "fx::nn::RNN: null activation");
   cells = make_cells<RNNCell>("fx::nn::RNN", in, hidden, o, [&](int64_t n, Generator& g) {
     return RNNCell(n, hidden, o.act, g, o.bias, o.dtype);
@@ -168,10 +345,10 @@ RNN::RNN(int64_t in, int64_t hidden, const RecurrentOptions& o)
 
 std::pair<Tensor, Tensor> RNN::operator()(const Tensor& x, const Tensor& h,
                                           const Tensor& lengths) const {
-  const Layout L{"fx::nn::RNN", num_layers, directions(), dropout, is_training(mode)};
+  const Layout L{"fx::nn::RNN", num_layers, directions(), dropout, is_training(mode), fused};
   check_call(*this, L, x, lengths);
   States<1> init{initial_state(L, "h", h, h0, x, hidden_size())};
-  auto [y, s] = run<1>(cells, L, x, init, lengths,
+  auto [y, s] = run_layers<1>(cells, L, x, init, lengths,
                        [](const RNNCell& c, const Tensor& xw, const States<1>& s) {
                          return States<1>{c.step(xw, s[0])};
                        });
@@ -185,7 +362,8 @@ LSTM::LSTM(int64_t in, int64_t hidden, const RecurrentOptions& o)
       c0(zero_state(o, hidden)),
       num_layers(o.num_layers),
       bidirectional(o.bidirectional),
-      dropout(o.dropout) {
+      dropout(o.dropout),
+      fused(o.fused) {
   cells = make_cells<LSTMCell>("fx::nn::LSTM", in, hidden, o, [&](int64_t n, Generator& g) {
     return LSTMCell(n, hidden, g, o.bias, o.dtype);
   });
@@ -193,11 +371,11 @@ LSTM::LSTM(int64_t in, int64_t hidden, const RecurrentOptions& o)
 
 std::pair<Tensor, LSTMState> LSTM::operator()(const Tensor& x, const LSTMState& state,
                                               const Tensor& lengths) const {
-  const Layout L{"fx::nn::LSTM", num_layers, directions(), dropout, is_training(mode)};
+  const Layout L{"fx::nn::LSTM", num_layers, directions(), dropout, is_training(mode), fused};
   check_call(*this, L, x, lengths);
   States<2> init{initial_state(L, "h", state.h, h0, x, hidden_size()),
                  initial_state(L, "c", state.c, c0, x, hidden_size())};
-  auto [y, s] = run<2>(cells, L, x, init, lengths,
+  auto [y, s] = run_layers<2>(cells, L, x, init, lengths,
                        [](const LSTMCell& c, const Tensor& xw, const States<2>& s) {
                          LSTMState s1 = c.step(xw, {s[0], s[1]});
                          return States<2>{s1.h, s1.c};
@@ -211,7 +389,8 @@ GRU::GRU(int64_t in, int64_t hidden, const RecurrentOptions& o)
     : h0(zero_state(o, hidden)),
       num_layers(o.num_layers),
       bidirectional(o.bidirectional),
-      dropout(o.dropout) {
+      dropout(o.dropout),
+      fused(o.fused) {
   cells = make_cells<GRUCell>("fx::nn::GRU", in, hidden, o, [&](int64_t n, Generator& g) {
     return GRUCell(n, hidden, g, o.bias, o.dtype);
   });
@@ -219,10 +398,10 @@ GRU::GRU(int64_t in, int64_t hidden, const RecurrentOptions& o)
 
 std::pair<Tensor, Tensor> GRU::operator()(const Tensor& x, const Tensor& h,
                                           const Tensor& lengths) const {
-  const Layout L{"fx::nn::GRU", num_layers, directions(), dropout, is_training(mode)};
+  const Layout L{"fx::nn::GRU", num_layers, directions(), dropout, is_training(mode), fused};
   check_call(*this, L, x, lengths);
   States<1> init{initial_state(L, "h", h, h0, x, hidden_size())};
-  auto [y, s] = run<1>(cells, L, x, init, lengths,
+  auto [y, s] = run_layers<1>(cells, L, x, init, lengths,
                        [](const GRUCell& c, const Tensor& xw, const States<1>& s) {
                          return States<1>{c.step(xw, s[0])};
                        });
