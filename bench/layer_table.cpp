@@ -145,36 +145,33 @@ std::vector<Row> make_rows() {
     auto m = fx::nn::Dense(784, 256, fx::relu, g);
     auto x = fx_x({128, 784});
     torch::nn::Linear t(784, 256);
-    add(
-        "dense", fx_step(m, x, [](const fx::nn::Dense& m, const fx::Tensor& x) { return m(x); }),
+    add("dense", fx_step(m, x, [](const fx::nn::Dense& m, const fx::Tensor& x) { return m(x); }),
         torch_step(t->parameters(), to_torch(x),
                    [t](const torch::Tensor& x) mutable { return torch::relu(t->forward(x)); }));
   }
   auto conv_row = [&](std::string name, fx::nn::Conv m, fx::Shape xs, torch::nn::AnyModule t) {
     auto x = fx_x(xs);
-    add(
-        std::move(name),
+    add(std::move(name),
         fx_step(m, x, [](const fx::nn::Conv& m, const fx::Tensor& x) { return m(x); }),
         torch_step(t.ptr()->parameters(), to_torch(x),
                    [t](const torch::Tensor& x) mutable { return t.forward(x); }));
   };
   conv_row("conv1d", fx::nn::Conv({5}, 32, 64, fx::identity, g, {.padding = {2}}), {32, 32, 256},
            torch::nn::AnyModule(torch::nn::Conv1d(torch::nn::Conv1dOptions(32, 64, 5).padding(2))));
-  conv_row(
-      "conv2d", fx::nn::Conv({3, 3}, 32, 64, fx::identity, g, {.padding = {1}}), {32, 32, 28, 28},
-      torch::nn::AnyModule(torch::nn::Conv2d(torch::nn::Conv2dOptions(32, 64, 3).padding(1))));
-  conv_row(
-      "conv3d", fx::nn::Conv({3, 3, 3}, 16, 32, fx::identity, g, {.padding = {1}}),
-      {8, 16, 16, 16, 16},
-      torch::nn::AnyModule(torch::nn::Conv3d(torch::nn::Conv3dOptions(16, 32, 3).padding(1))));
+  conv_row("conv2d", fx::nn::Conv({3, 3}, 32, 64, fx::identity, g, {.padding = {1}}),
+           {32, 32, 28, 28},
+           torch::nn::AnyModule(torch::nn::Conv2d(torch::nn::Conv2dOptions(32, 64, 3).padding(1))));
+  conv_row("conv3d", fx::nn::Conv({3, 3, 3}, 16, 32, fx::identity, g, {.padding = {1}}),
+           {8, 16, 16, 16, 16},
+           torch::nn::AnyModule(torch::nn::Conv3d(torch::nn::Conv3dOptions(16, 32, 3).padding(1))));
   conv_row("depthwise_conv2d",
            fx::nn::DepthwiseConv({3, 3}, 64, 64, fx::identity, g, {.padding = {1}}),
            {32, 64, 28, 28},
            torch::nn::AnyModule(
                torch::nn::Conv2d(torch::nn::Conv2dOptions(64, 64, 3).padding(1).groups(64))));
   {  // ConvTranspose 64 -> 32, kernel 4, stride 2: 14x14 -> 28x28
-    auto m = fx::nn::ConvTranspose({4, 4}, 64, 32, fx::identity, g,
-                                   {.stride = {2}, .padding = {1}});
+    auto m =
+        fx::nn::ConvTranspose({4, 4}, 64, 32, fx::identity, g, {.stride = {2}, .padding = {1}});
     auto x = fx_x({32, 64, 14, 14});
     torch::nn::ConvTranspose2d t(torch::nn::ConvTranspose2dOptions(64, 32, 4).stride(2).padding(1));
     add("conv_transpose2d",
@@ -183,7 +180,8 @@ std::vector<Row> make_rows() {
                    [t](const torch::Tensor& x) mutable { return t->forward(x); }));
   }
   // Layers without parameters, on a CNN's feature map.
-  auto input_row = [&](std::string name, fx::Shape xs, std::function<fx::Tensor(const fx::Tensor&)> f,
+  auto input_row = [&](std::string name, fx::Shape xs,
+                       std::function<fx::Tensor(const fx::Tensor&)> f,
                        std::function<torch::Tensor(const torch::Tensor&)> t) {
     auto x = fx_x(xs);
     add(std::move(name), fx_step_input(x, [f](const fx::Tensor& x) { return f(x); }),
@@ -193,14 +191,20 @@ std::vector<Row> make_rows() {
   namespace F = torch::nn::functional;
   input_row(
       "max_pool2d", fmap, [m = fx::nn::MaxPool({2, 2})](const fx::Tensor& x) { return m(x); },
-      [](const torch::Tensor& x) { return torch::max_pool2d(x, {2, 2}); });
+      [](const torch::Tensor& x) {
+        return torch::max_pool2d(x, {2, 2});
+      });
   input_row(
       "mean_pool2d", fmap, [m = fx::nn::MeanPool({2, 2})](const fx::Tensor& x) { return m(x); },
-      [](const torch::Tensor& x) { return torch::avg_pool2d(x, {2, 2}); });
+      [](const torch::Tensor& x) {
+        return torch::avg_pool2d(x, {2, 2});
+      });
   input_row(
       "adaptive_mean_pool2d", fmap,
       [m = fx::nn::AdaptiveMeanPool({7, 7})](const fx::Tensor& x) { return m(x); },
-      [](const torch::Tensor& x) { return torch::adaptive_avg_pool2d(x, {7, 7}); });
+      [](const torch::Tensor& x) {
+        return torch::adaptive_avg_pool2d(x, {7, 7});
+      });
   input_row(
       "upsample_nearest2d", small_map,
       [m = fx::nn::Upsample({2, 2})](const fx::Tensor& x) { return m(x); },
@@ -271,8 +275,7 @@ std::vector<Row> make_rows() {
     auto m = fx::nn::Embedding(10000, 256, -1, g);
     auto idx = random_indices({32, 64}, 10000);
     torch::nn::Embedding t(10000, 256);
-    add("embedding",
-        fx_step_params(m, [idx](const fx::nn::Embedding& m) { return m(idx); }),
+    add("embedding", fx_step_params(m, [idx](const fx::nn::Embedding& m) { return m(idx); }),
         torch_step(t->parameters(), to_torch(idx),
                    [t](const torch::Tensor& i) mutable { return t->forward(i); }));
   }
@@ -280,8 +283,7 @@ std::vector<Row> make_rows() {
     auto m = fx::nn::EmbeddingBag(10000, 256, fx::nn::BagMode::mean, g);
     auto idx = random_indices({256, 16}, 10000);
     torch::nn::EmbeddingBag t(torch::nn::EmbeddingBagOptions(10000, 256).mode(torch::kMean));
-    add("embedding_bag",
-        fx_step_params(m, [idx](const fx::nn::EmbeddingBag& m) { return m(idx); }),
+    add("embedding_bag", fx_step_params(m, [idx](const fx::nn::EmbeddingBag& m) { return m(idx); }),
         torch_step(t->parameters(), to_torch(idx),
                    [t](const torch::Tensor& i) mutable { return t->forward(i); }));
   }
@@ -303,20 +305,23 @@ std::vector<Row> make_rows() {
     torch::nn::RNN trnn(torch::nn::RNNOptions(Fe, H).batch_first(true));
     add("rnn",
         fx_step(rnn, x, [](const fx::nn::RNN& m, const fx::Tensor& x) { return m(x).first; }),
-        torch_step(trnn->parameters(), to_torch(x),
-                   [trnn](const torch::Tensor& x) mutable { return std::get<0>(trnn->forward(x)); }));
+        torch_step(trnn->parameters(), to_torch(x), [trnn](const torch::Tensor& x) mutable {
+          return std::get<0>(trnn->forward(x));
+        }));
     auto lstm = fx::nn::LSTM(Fe, H, {.gen = &g});
     torch::nn::LSTM tlstm(torch::nn::LSTMOptions(Fe, H).batch_first(true));
     add("lstm",
         fx_step(lstm, x, [](const fx::nn::LSTM& m, const fx::Tensor& x) { return m(x).first; }),
-        torch_step(tlstm->parameters(), to_torch(x),
-                   [tlstm](const torch::Tensor& x) mutable { return std::get<0>(tlstm->forward(x)); }));
+        torch_step(tlstm->parameters(), to_torch(x), [tlstm](const torch::Tensor& x) mutable {
+          return std::get<0>(tlstm->forward(x));
+        }));
     auto gru = fx::nn::GRU(Fe, H, {.gen = &g});
     torch::nn::GRU tgru(torch::nn::GRUOptions(Fe, H).batch_first(true));
     add("gru",
         fx_step(gru, x, [](const fx::nn::GRU& m, const fx::Tensor& x) { return m(x).first; }),
-        torch_step(tgru->parameters(), to_torch(x),
-                   [tgru](const torch::Tensor& x) mutable { return std::get<0>(tgru->forward(x)); }));
+        torch_step(tgru->parameters(), to_torch(x), [tgru](const torch::Tensor& x) mutable {
+          return std::get<0>(tgru->forward(x));
+        }));
   }
   {  // self-attention: N 16, L 64, E 256, 8 heads (libtorch's layout is (L, N, E))
     auto m = fx::nn::MultiHeadAttention(256, 8, {.gen = &g});
@@ -327,8 +332,9 @@ std::vector<Row> make_rows() {
                 [](const fx::nn::MultiHeadAttention& m, const fx::Tensor& x) {
                   return m(x, x, x).first;
                 }),
-        torch_step(t->parameters(), to_torch(x).transpose(0, 1).contiguous(),
-                   [t](const torch::Tensor& x) mutable { return std::get<0>(t->forward(x, x, x)); }));
+        torch_step(
+            t->parameters(), to_torch(x).transpose(0, 1).contiguous(),
+            [t](const torch::Tensor& x) mutable { return std::get<0>(t->forward(x, x, x)); }));
   }
 
   // Activations on a (128, 4096) block.
@@ -407,7 +413,8 @@ int main(int argc, char** argv) {
       for (const auto& t : split(argv[i + 1])) threads.push_back(std::max(1, std::stoi(t)));
     } else if (a == "--only") only = split(argv[i + 1]);
     else {
-      std::fprintf(stderr, "usage: layer_table [--reps N] [--rounds R] [--threads 1,2] [--only a,b]\n");
+      std::fprintf(stderr,
+                   "usage: layer_table [--reps N] [--rounds R] [--threads 1,2] [--only a,b]\n");
       return 2;
     }
   }
@@ -450,8 +457,8 @@ int main(int argc, char** argv) {
       const char* p = prefix.c_str();
       const char* n = rows[k].name.c_str();
       const double ratio = median(ratios[k]);
-      std::printf("%s%s_fx_ms=%.4f\n%s%s_torch_ms=%.4f\n%s%s_ratio=%.3f\n", p, n,
-                  median(fx_ms[k]), p, n, median(torch_ms[k]), p, n, ratio);
+      std::printf("%s%s_fx_ms=%.4f\n%s%s_torch_ms=%.4f\n%s%s_ratio=%.3f\n", p, n, median(fx_ms[k]),
+                  p, n, median(torch_ms[k]), p, n, ratio);
       if (ratio > worst) worst = ratio, slowest = rows[k].name;
     }
     const std::string table = t == 1 ? "layer_table_" : "layer_table_t" + std::to_string(t) + "_";

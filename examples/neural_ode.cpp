@@ -66,7 +66,8 @@ int main(int argc, char** argv) {
       fx::sci::solve_ode(truth, u0, fx::zeros({0}, dtype), ts, data_options);
 
   fx::Generator gen{seed};
-  auto model = spiral::make_model(gen, init == "lux" ? spiral::Init::lux : spiral::Init::flux, dtype);
+  auto model =
+      spiral::make_model(gen, init == "lux" ? spiral::Init::lux : spiral::Init::flux, dtype);
   using Model = decltype(model);
   auto loss_at = [&](const Model& m, fx::sci::ODEOptions o) {
     auto f = [](const Tensor& u, const Model& m, double) { return m(u); };
@@ -83,8 +84,8 @@ int main(int argc, char** argv) {
   // tolerances, so at the tutorial's 1e-3 / 1e-6 the two differ by a few percent.
   const fx::sci::Flattener<Model> layout(model);
   auto flat_gradient = [&](Sensitivity s) {
-    return layout.flatten(fx::gradient(
-        [&](const Model& m) { return loss_at(m, {.sensitivity = s}); }, model));
+    return layout.flatten(
+        fx::gradient([&](const Model& m) { return loss_at(m, {.sensitivity = s}); }, model));
   };
   Tensor g_backprop = flat_gradient(Sensitivity::backprop);
   Tensor g_adjoint = flat_gradient(Sensitivity::adjoint);

@@ -26,8 +26,8 @@
 namespace fx::nn::detail {
 namespace {
 
-using backend::cpu::vector_map;
 using backend::cpu::VecFn;
+using backend::cpu::vector_map;
 namespace hn = hwy::HWY_NAMESPACE;
 
 // Elements per gelu block: the block's scratch lives on the stack and in L1.
@@ -45,8 +45,7 @@ T row_max(const T* x, int64_t k, bool& nan, T& min) {
   T m0 = -INFINITY, m1 = -INFINITY, m2 = -INFINITY, m3 = -INFINITY;
   T n0 = INFINITY, n1 = INFINITY, n2 = INFINITY, n3 = INFINITY;
   int bad = 0;
-#pragma omp simd reduction(max : m0, m1, m2, m3) reduction(min : n0, n1, n2, n3) \
-    reduction(| : bad)
+#pragma omp simd reduction(max : m0, m1, m2, m3) reduction(min : n0, n1, n2, n3) reduction(| : bad)
   for (int64_t i = 0; i < q; ++i) {
     const T a = x[i], b = x[i + q], c = x[i + 2 * q], e = x[i + 3 * q];
     m0 = a > m0 ? a : m0, m1 = b > m1 ? b : m1, m2 = c > m2 ? c : m2, m3 = e > m3 ? e : m3;
@@ -169,15 +168,14 @@ void gelu_erf_f32(const float* x, const float* dy, float* out, int64_t n) {
     const auto phi = hn::IfThenElse(hn::Ge(v, zero), hn::Sub(one, lo), lo);
     if constexpr (Gradient)
       hn::StoreU(hn::Mul(hn::LoadU(d, dy + i), hn::MulAdd(hn::Mul(v, e), pdf, phi)), d, out + i);
-    else
-      hn::StoreU(hn::Mul(v, phi), d, out + i);
+    else hn::StoreU(hn::Mul(v, phi), d, out + i);
   }
   if (i < n) {
     float a[kBlock], b[kBlock];
     normal_cdf(x + i, a, b, n - i);
     for (int64_t j = i; j < n; ++j)
-      out[j] = Gradient ? dy[j] * (a[j - i] + x[j] * b[j - i] * 0.3989422804014327f)
-                        : x[j] * a[j - i];
+      out[j] =
+          Gradient ? dy[j] * (a[j - i] + x[j] * b[j - i] * 0.3989422804014327f) : x[j] * a[j - i];
   }
 }
 
@@ -205,8 +203,8 @@ void gelu_backward_block(const T* x, const T* dy, T* dx, int64_t n, GeluForm for
     const T k = T(kTanhScale), c3 = T(3 * kCubic);
     for (int64_t i = 0; i < n; ++i) {
       const T t = a[i], xi = x[i];
-      dx[i] = dy[i] * (T(0.5) * (T(1) + t) +
-                       T(0.5) * xi * (T(1) - t * t) * k * (T(1) + c3 * xi * xi));
+      dx[i] =
+          dy[i] * (T(0.5) * (T(1) + t) + T(0.5) * xi * (T(1) - t * t) * k * (T(1) + c3 * xi * xi));
     }
   } else {
     normal_cdf(x, a, b, n);
@@ -264,8 +262,8 @@ float exp_sum_f32(const float* x, float m, float* y, int64_t k) {
   int64_t i = 0;
   auto one = [&](int64_t j) {
     const auto z = hn::Sub(hn::LoadU(d, x + j), vm);
-    const auto e = Guard ? hn::IfThenZeroElse(hn::Lt(z, lo), hn::Exp(d, hn::Max(lo, z)))
-                         : hn::Exp(d, z);
+    const auto e =
+        Guard ? hn::IfThenZeroElse(hn::Lt(z, lo), hn::Exp(d, hn::Max(lo, z))) : hn::Exp(d, z);
     if (y) hn::StoreU(e, d, y + j);
     return e;
   };
@@ -330,8 +328,8 @@ void logsoftmax_backward_f32(const float* y, const float* dy, float* dx, float s
   int64_t i = 0;
   for (; i + lanes <= k; i += lanes) {
     const auto v = hn::LoadU(d, y + i);
-    const auto e = Guard ? hn::IfThenZeroElse(hn::Lt(v, lo), hn::Exp(d, hn::Max(lo, v)))
-                         : hn::Exp(d, v);
+    const auto e =
+        Guard ? hn::IfThenZeroElse(hn::Lt(v, lo), hn::Exp(d, hn::Max(lo, v))) : hn::Exp(d, v);
     hn::StoreU(hn::NegMulAdd(e, vs, hn::LoadU(d, dy + i)), d, dx + i);
   }
   for (; i < k; ++i) dx[i] = dy[i] - std::exp(y[i]) * s;

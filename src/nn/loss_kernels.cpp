@@ -41,8 +41,7 @@ Tensor backward_t(const Tensor& yhat, const Tensor& y, const Tensor& dy, double 
 Tensor squared_error_forward(const Tensor& yhat, const Tensor& y, double scale) {
   return yhat.dtype() == f64 ? forward_t<double>(yhat, y, scale) : forward_t<float>(yhat, y, scale);
 }
-Tensor squared_error_backward(const Tensor& yhat, const Tensor& y, const Tensor& dy,
-                              double scale) {
+Tensor squared_error_backward(const Tensor& yhat, const Tensor& y, const Tensor& dy, double scale) {
   return yhat.dtype() == f64 ? backward_t<double>(yhat, y, dy, scale)
                              : backward_t<float>(yhat, y, dy, scale);
 }

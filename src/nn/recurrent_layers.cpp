@@ -152,7 +152,9 @@ std::optional<be::RnnCell> onednn_cell(const RNNCell& c) {
 std::optional<be::RnnCell> onednn_cell(const LSTMCell&) { return be::RnnCell::lstm; }
 std::optional<be::RnnCell> onednn_cell(const GRUCell&) { return be::RnnCell::gru; }
 
-bool is_cpu_f32(const Tensor& t) { return !t.defined() || (t.dtype() == f32 && t.device() == Device::cpu); }
+bool is_cpu_f32(const Tensor& t) {
+  return !t.defined() || (t.dtype() == f32 && t.device() == Device::cpu);
+}
 
 // Whether the whole stack runs fused; the kind of cell if so.
 template <size_t K, class Cell>
@@ -239,7 +241,8 @@ Tensor fused_layer(const be::RnnLayer& r, const char* name, const Tensor& x, con
     auto rule = custom_rule(
         label,
         [forward](const Tensor& x, const Tensor& h0, const Tensor& c0, const Tensor& wx,
-                  const Tensor& wh, const Tensor& b) { return forward(x, h0, c0, wx, wh, b, true); },
+                  const Tensor& wh,
+                  const Tensor& b) { return forward(x, h0, c0, wx, wh, b, true); },
         [backward](const Tensor& x, const Tensor& h0, const Tensor& c0, const Tensor& wx,
                    const Tensor& wh, const Tensor& b, const Tensor& out, const Tensor& ws,
                    const Tensor& dout) {
@@ -349,9 +352,9 @@ std::pair<Tensor, Tensor> RNN::operator()(const Tensor& x, const Tensor& h,
   check_call(*this, L, x, lengths);
   States<1> init{initial_state(L, "h", h, h0, x, hidden_size())};
   auto [y, s] = run_layers<1>(cells, L, x, init, lengths,
-                       [](const RNNCell& c, const Tensor& xw, const States<1>& s) {
-                         return States<1>{c.step(xw, s[0])};
-                       });
+                              [](const RNNCell& c, const Tensor& xw, const States<1>& s) {
+                                return States<1>{c.step(xw, s[0])};
+                              });
   return {y, s[0]};
 }
 
@@ -376,10 +379,10 @@ std::pair<Tensor, LSTMState> LSTM::operator()(const Tensor& x, const LSTMState& 
   States<2> init{initial_state(L, "h", state.h, h0, x, hidden_size()),
                  initial_state(L, "c", state.c, c0, x, hidden_size())};
   auto [y, s] = run_layers<2>(cells, L, x, init, lengths,
-                       [](const LSTMCell& c, const Tensor& xw, const States<2>& s) {
-                         LSTMState s1 = c.step(xw, {s[0], s[1]});
-                         return States<2>{s1.h, s1.c};
-                       });
+                              [](const LSTMCell& c, const Tensor& xw, const States<2>& s) {
+                                LSTMState s1 = c.step(xw, {s[0], s[1]});
+                                return States<2>{s1.h, s1.c};
+                              });
   return {y, LSTMState{s[0], s[1]}};
 }
 
@@ -402,9 +405,9 @@ std::pair<Tensor, Tensor> GRU::operator()(const Tensor& x, const Tensor& h,
   check_call(*this, L, x, lengths);
   States<1> init{initial_state(L, "h", h, h0, x, hidden_size())};
   auto [y, s] = run_layers<1>(cells, L, x, init, lengths,
-                       [](const GRUCell& c, const Tensor& xw, const States<1>& s) {
-                         return States<1>{c.step(xw, s[0])};
-                       });
+                              [](const GRUCell& c, const Tensor& xw, const States<1>& s) {
+                                return States<1>{c.step(xw, s[0])};
+                              });
   return {y, s[0]};
 }
 

@@ -65,8 +65,7 @@ void forward_kernel(const T* x, T* y, int64_t outer, int64_t in, int64_t inner, 
 
 // The transpose: dx[lo] += (1 - w) dy, dx[hi] += w dy.
 template <class T>
-void backward_kernel(const T* dy, T* dx, int64_t outer, int64_t in, int64_t inner,
-                     const Taps& t) {
+void backward_kernel(const T* dy, T* dx, int64_t outer, int64_t in, int64_t inner, const Taps& t) {
   const int64_t out = int64_t(t.lo.size());
   if (inner == 1) {  // the last axis: a scatter along each row
     std::vector<T> w(t.w.begin(), t.w.end());
@@ -146,7 +145,8 @@ template <class T>
 void shuffle_kernel(const T* x, T* y, int64_t n, int64_t c, int64_t h, int64_t w, int64_t r,
                     bool inverse) {
   const int64_t plane = h * w;
-#pragma omp parallel for collapse(2) schedule(static) if (n * c * r * r * plane >= (int64_t(1) << 15))
+#pragma omp parallel for collapse(2) \
+    schedule(static) if (n * c * r * r * plane >= (int64_t(1) << 15))
   for (int64_t b = 0; b < n; ++b)
     for (int64_t ch = 0; ch < c; ++ch) {
       const int64_t base = (b * c + ch) * r * r * plane;  // the same offset in x and y
@@ -173,7 +173,8 @@ Tensor pixel_shuffle_kernel(const Tensor& x, int64_t r, bool inverse) {
   // Forward: x (N, C r^2, H, W) -> (N, C, H r, W r); inverse: x (N, C, H r, W r) -> (N, C r^2, H, W).
   const int64_t c = inverse ? s[1] : s[1] / (r * r), h = inverse ? s[2] / r : s[2],
                 w = inverse ? s[3] / r : s[3];
-  Tensor y = inverse ? empty({n, c * r * r, h, w}, x.dtype()) : empty({n, c, h * r, w * r}, x.dtype());
+  Tensor y =
+      inverse ? empty({n, c * r * r, h, w}, x.dtype()) : empty({n, c, h * r, w * r}, x.dtype());
   if (x.dtype() == f64) shuffle_kernel(xc.data<double>(), y.data<double>(), n, c, h, w, r, inverse);
   else shuffle_kernel(xc.data<float>(), y.data<float>(), n, c, h, w, r, inverse);
   return y;

@@ -92,12 +92,15 @@ void check_configs(int64_t states, fx::Activation act = fx::tanh) {
   const int64_t N = 3, T = 7, F = 4, H = 6;
   uint64_t seed = 1;
   for (const Config& c : kConfigs) {
-    SCOPED_TRACE(::testing::Message() << "layers " << c.layers << " bidirectional "
-                                      << c.bidirectional << " initial state " << c.initial_state
-                                      << " bias " << c.bias);
+    SCOPED_TRACE(::testing::Message()
+                 << "layers " << c.layers << " bidirectional " << c.bidirectional
+                 << " initial state " << c.initial_state << " bias " << c.bias);
     fx::Generator gen(seed++);
     Layer m(F, H,
-            {.num_layers = c.layers, .bidirectional = c.bidirectional, .bias = c.bias, .act = act,
+            {.num_layers = c.layers,
+             .bidirectional = c.bidirectional,
+             .bias = c.bias,
+             .act = act,
              .gen = &gen});
     const int64_t D = c.bidirectional ? 2 : 1;
     Tensor x = fx::testing::randn({N, T, F}, {.seed = seed++, .dtype = fx::f32});
@@ -118,8 +121,8 @@ TEST(RecurrentFused, ReluRNNMatchesTheComposedPath) { check_configs<fx::nn::RNN>
 
 TEST(RecurrentFused, TrainableInitialStateGetsItsGradient) {
   fx::Generator gen(3);
-  auto lstm = fx::nn::LSTM(4, 5, {.num_layers = 2, .bidirectional = true,
-                                  .trainable_state = true, .gen = &gen});
+  auto lstm = fx::nn::LSTM(
+      4, 5, {.num_layers = 2, .bidirectional = true, .trainable_state = true, .gen = &gen});
   lstm.h0 = fx::testing::randn(lstm.h0.shape(), {.seed = 4, .dtype = fx::f32});
   lstm.c0 = fx::testing::randn(lstm.c0.shape(), {.seed = 5, .dtype = fx::f32});
   expect_paths_agree(lstm, fx::testing::randn({2, 7, 4}, {.seed = 6, .dtype = fx::f32}), {});
@@ -137,8 +140,8 @@ TEST(RecurrentFused, SecondOrderTakesTheComposedPath) {
   auto hvp = [&](const fx::nn::GRU& m) {
     return fx::gradient(
         [&](const Tensor& x) {
-          Tensor g = fx::gradient(
-              [&](const Tensor& x) { return fx::sum(fx::square(m(x).first)); }, x);
+          Tensor g =
+              fx::gradient([&](const Tensor& x) { return fx::sum(fx::square(m(x).first)); }, x);
           return fx::sum(g * v);
         },
         x);

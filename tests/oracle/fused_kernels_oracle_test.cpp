@@ -119,8 +119,8 @@ TEST_P(FusedKernels, LayerNormAndItsParameters) {
   ln.scale = fx::astype(fx::testing::randn({96}, {.seed = 3}), dt);
   ln.bias = fx::astype(fx::testing::randn({96}, {.seed = 4}), dt);
   auto x = fx::astype(fx::testing::randn({5, 70, 96}, {.seed = 1}) * 2.0 + 1.0, dt);
-  auto [y, back] = fx::pullback([](const fx::nn::LayerNorm& m, const fx::Tensor& x) { return m(x); },
-                                ln, x);
+  auto [y, back] =
+      fx::pullback([](const fx::nn::LayerNorm& m, const fx::Tensor& x) { return m(x); }, ln, x);
   auto u = fx::astype(fx::testing::randn(y.shape(), {.seed = 2}), dt);
   auto [gm, gx] = back(u);
   auto tx = to_torch(x).requires_grad_(), tw = to_torch(ln.scale).requires_grad_(),
@@ -147,13 +147,12 @@ TEST_P(FusedKernels, BilinearUpsampleOneTwoAndThreeAxes) {
                                  .mode(torch::kLinear)
                                  .align_corners(false));
   });
-  check_unary("bilinear", {4, 8, 14, 14}, GetParam(), up({2, 2}),
-              [](const torch::Tensor& x) {
-                return F::interpolate(x, F::InterpolateFuncOptions()
-                                             .scale_factor(std::vector<double>{2, 2})
-                                             .mode(torch::kBilinear)
-                                             .align_corners(false));
-              });
+  check_unary("bilinear", {4, 8, 14, 14}, GetParam(), up({2, 2}), [](const torch::Tensor& x) {
+    return F::interpolate(x, F::InterpolateFuncOptions()
+                                 .scale_factor(std::vector<double>{2, 2})
+                                 .mode(torch::kBilinear)
+                                 .align_corners(false));
+  });
   check_unary("bilinear, unequal scales", {2, 3, 5, 7}, GetParam(), up({3, 2}),
               [](const torch::Tensor& x) {
                 return F::interpolate(x, F::InterpolateFuncOptions()
@@ -161,13 +160,12 @@ TEST_P(FusedKernels, BilinearUpsampleOneTwoAndThreeAxes) {
                                              .mode(torch::kBilinear)
                                              .align_corners(false));
               });
-  check_unary("trilinear", {2, 3, 4, 5, 6}, GetParam(), up({2, 2, 2}),
-              [](const torch::Tensor& x) {
-                return F::interpolate(x, F::InterpolateFuncOptions()
-                                             .scale_factor(std::vector<double>{2, 2, 2})
-                                             .mode(torch::kTrilinear)
-                                             .align_corners(false));
-              });
+  check_unary("trilinear", {2, 3, 4, 5, 6}, GetParam(), up({2, 2, 2}), [](const torch::Tensor& x) {
+    return F::interpolate(x, F::InterpolateFuncOptions()
+                                 .scale_factor(std::vector<double>{2, 2, 2})
+                                 .mode(torch::kTrilinear)
+                                 .align_corners(false));
+  });
 }
 
 TEST_P(FusedKernels, PixelShuffleAndItsInverse) {
@@ -188,8 +186,10 @@ TEST_P(FusedKernels, KernelPullbacksAreTheTransposesOfTheComposedJvps) {
       {"gelu_tanh", [](const fx::Tensor& x) { return fx::gelu_tanh(x); }},
       {"softmax", [](const fx::Tensor& x) { return fx::softmax(x); }},
       {"logsoftmax", [](const fx::Tensor& x) { return fx::logsoftmax(x); }},
-      {"upsample", [m = fx::nn::Upsample({2, 3}, fx::nn::UpsampleMode::bilinear)](
-                       const fx::Tensor& x) { return m(fx::reshape(x, {2, 3, 20, 10})); }},
+      {"upsample",
+       [m = fx::nn::Upsample({2, 3}, fx::nn::UpsampleMode::bilinear)](const fx::Tensor& x) {
+         return m(fx::reshape(x, {2, 3, 20, 10}));
+       }},
       {"pixel_shuffle", [m = fx::nn::PixelShuffle(2)](const fx::Tensor& x) {
          return m(fx::reshape(x, {2, 12, 5, 10}));
        }}};

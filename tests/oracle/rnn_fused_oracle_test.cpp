@@ -166,11 +166,9 @@ TEST_P(FusedRnnOracle, TanhAndReluMatchTorch) {
   check_single_state(tanh_rnn, tanh_ref, gen, L, D);
   auto relu_rnn =
       fx::nn::RNN(F, H, {.num_layers = L, .bidirectional = bi, .act = fx::relu, .gen = &gen});
-  torch::nn::RNN relu_ref(torch::nn::RNNOptions(F, H)
-                              .num_layers(L)
-                              .bidirectional(bi)
-                              .batch_first(true)
-                              .nonlinearity(torch::kReLU));
+  torch::nn::RNN relu_ref(
+      torch::nn::RNNOptions(F, H).num_layers(L).bidirectional(bi).batch_first(true).nonlinearity(
+          torch::kReLU));
   check_single_state(relu_rnn, relu_ref, gen, L, D);
 }
 

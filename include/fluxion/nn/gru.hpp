@@ -35,7 +35,7 @@ struct GRU {
   bool bidirectional = false;
   double dropout = 0;
   Mode mode = Mode::automatic;  // dropout between layers only in training (fluxion/nn/mode.hpp)
-  bool fused = true;  // oneDNN's RNN primitives where they fit (fluxion/nn/recurrent.hpp)
+  bool fused = true;            // oneDNN's RNN primitives where they fit (fluxion/nn/recurrent.hpp)
   FX_FIELDS(cells, h0, mode)
 
   GRU() = default;  // an empty slot; not callable

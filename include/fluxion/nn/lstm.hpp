@@ -38,7 +38,7 @@ struct LSTM {
   bool bidirectional = false;
   double dropout = 0;
   Mode mode = Mode::automatic;  // dropout between layers only in training (fluxion/nn/mode.hpp)
-  bool fused = true;  // oneDNN's RNN primitives where they fit (fluxion/nn/recurrent.hpp)
+  bool fused = true;            // oneDNN's RNN primitives where they fit (fluxion/nn/recurrent.hpp)
   FX_FIELDS(cells, h0, c0, mode)
 
   LSTM() = default;  // an empty slot; not callable

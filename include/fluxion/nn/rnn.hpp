@@ -36,7 +36,7 @@ struct RNN {
   bool bidirectional = false;
   double dropout = 0;
   Mode mode = Mode::automatic;  // dropout between layers only in training (fluxion/nn/mode.hpp)
-  bool fused = true;  // oneDNN's RNN primitives where they fit (fluxion/nn/recurrent.hpp)
+  bool fused = true;            // oneDNN's RNN primitives where they fit (fluxion/nn/recurrent.hpp)
   FX_FIELDS(cells, h0, mode)
 
   RNN() = default;  // an empty slot; not callable

@@ -23,11 +23,11 @@
 #include "fluxion/ad/custom.hpp"
 #include "fluxion/core/error.hpp"
 #include "fluxion/core/fields.hpp"
+#include "fluxion/nn/groupnorm.hpp"
 #include "fluxion/ops/create.hpp"
 #include "fluxion/ops/elementwise.hpp"
 #include "fluxion/ops/index.hpp"
 #include "fluxion/ops/view.hpp"
-#include "fluxion/nn/groupnorm.hpp"
 
 namespace fx::nn {
 

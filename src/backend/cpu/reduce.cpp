@@ -476,7 +476,8 @@ struct ClassProblem {
           for (int64_t j = 0; j < classes; ++j) t[size_t(r * classes + j)] = p[j] - m;
         }
         vector_map(VecFn::exp, t.data(), t.data(), nr * classes);
-        for (int64_t r = 0; r < nr; ++r) sums[size_t(r)] = lane_sum(t.data() + r * classes, classes);
+        for (int64_t r = 0; r < nr; ++r)
+          sums[size_t(r)] = lane_sum(t.data() + r * classes, classes);
         fn(r0, nr, t.data(), sums.data(), shift.data());
       }
     });

@@ -102,8 +102,8 @@ void with_forward(const RnnLayer& r, const Descs& d, dnnl::prop_kind prop, Use&&
     case RnnCell::rnn_tanh:
     case RnnCell::rnn_relu: {
       using P = dnnl::vanilla_rnn_forward;
-      const P::primitive_desc pd(P::desc(prop, activation(r), direction(r), d.x, d.state,
-                                         d.wx_any, d.wh_any, d.b, d.y, d.state),
+      const P::primitive_desc pd(P::desc(prop, activation(r), direction(r), d.x, d.state, d.wx_any,
+                                         d.wh_any, d.b, d.y, d.state),
                                  engine());
       use(pd, P(pd));
       return;
@@ -118,9 +118,9 @@ void with_forward(const RnnLayer& r, const Descs& d, dnnl::prop_kind prop, Use&&
     }
     case RnnCell::gru: {
       using P = dnnl::lbr_gru_forward;
-      const P::primitive_desc pd(P::desc(prop, direction(r), d.x, d.state, d.wx_any, d.wh_any,
-                                         d.b, d.y, d.state),
-                                 engine());
+      const P::primitive_desc pd(
+          P::desc(prop, direction(r), d.x, d.state, d.wx_any, d.wh_any, d.b, d.y, d.state),
+          engine());
       use(pd, P(pd));
       return;
     }
@@ -129,7 +129,7 @@ void with_forward(const RnnLayer& r, const Descs& d, dnnl::prop_kind prop, Use&&
 
 // The backward primitive given the training forward's descriptor `hint`.
 dnnl::primitive_desc backward_pd(const RnnLayer& r, const Descs& d,
-                                      const dnnl::primitive_desc_base& hint) {
+                                 const dnnl::primitive_desc_base& hint) {
   const auto bwd = dnnl::prop_kind::backward;
   switch (r.cell) {
     case RnnCell::rnn_tanh:
@@ -143,9 +143,8 @@ dnnl::primitive_desc backward_pd(const RnnLayer& r, const Descs& d,
     case RnnCell::lstm: {
       using P = dnnl::lstm_backward;
       return P::primitive_desc(
-          P::desc(bwd, direction(r), d.x, d.state, d.state, d.wx_any, d.wh_any, d.b, d.y,
-                  d.state, d.state, d.x, d.state, d.state, d.wx_any, d.wh_any, d.b, d.y, d.state,
-                  d.state),
+          P::desc(bwd, direction(r), d.x, d.state, d.state, d.wx_any, d.wh_any, d.b, d.y, d.state,
+                  d.state, d.x, d.state, d.state, d.wx_any, d.wh_any, d.b, d.y, d.state, d.state),
           engine(), static_cast<const dnnl::lstm_forward::primitive_desc&>(hint));
     }
     case RnnCell::gru: {
@@ -193,7 +192,7 @@ Entry make_entry(std::vector<int64_t> key, const RnnLayer& r, bool training) {
 }
 
 Entry& entry_for(const RnnLayer& r, bool training) {
-  std::vector<int64_t> key{int64_t(r.cell), r.N, r.T, r.C, r.H, r.D, training,
+  std::vector<int64_t> key{int64_t(r.cell),      r.N, r.T, r.C, r.H, r.D, training,
                            omp_get_max_threads()};
   thread_local std::list<Entry> cache;  // most recently used first
   for (auto it = cache.begin(); it != cache.end(); ++it)
@@ -278,11 +277,11 @@ bool rnn_forward(const RnnLayer& r, const Tensor& x, const Tensor& h0, const Ten
 RnnGrads rnn_backward(const RnnLayer& r, const Tensor& x, const Tensor& h0, const Tensor& c0,
                       const Tensor& wx, const Tensor& wh, const Tensor& b, const Tensor& out,
                       const Tensor& workspace, const Tensor& dout) {
-  FX_CHECK(dense_f32(dout) && dout.numel() == r.pack_size() && dense_f32(out) &&
-               dense_f32(workspace),
-           "fx::nn recurrent layer (oneDNN): backward given cotangent ",
-           dout.defined() ? dout.shape().to_string() : "undefined", " for output (",
-           r.pack_size(), ",)");
+  FX_CHECK(
+      dense_f32(dout) && dout.numel() == r.pack_size() && dense_f32(out) && dense_f32(workspace),
+      "fx::nn recurrent layer (oneDNN): backward given cotangent ",
+      dout.defined() ? dout.shape().to_string() : "undefined", " for output (", r.pack_size(),
+      ",)");
   Entry& e = entry_for(r, true);
   FX_CHECK(e.ok, "fx::nn recurrent layer (oneDNN): the backward primitive is missing");
   const Descs d(r);
