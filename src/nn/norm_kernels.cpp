@@ -52,21 +52,6 @@ void row_dy_sums(const T* x, const T* dy, T mu, int64_t s, double& sdy, double& 
   sdy = a, sdyx = b;
 }
 
-// The same two sums through `omp simd` reductions, for batch normalisation's backward: GCC 12
-// turns row_dy_sums's pair of lane arrays into permutes and stack spills (perf: 8% of a CNN
-// training step, bench/train_cnn, more than the rest of BatchNorm), these into two vector
-// accumulators.
-template <class T>
-void row_dy_sums_simd(const T* x, const T* dy, T mu, int64_t s, double& sdy, double& sdyx) {
-  T a = 0, b = 0;
-#pragma omp simd reduction(+ : a, b)
-  for (int64_t i = 0; i < s; ++i) {
-    a += dy[i];
-    b += dy[i] * (x[i] - mu);
-  }
-  sdy = a, sdyx = b;
-}
-
 // x: (n, c, s) contiguous, groups of cg = c / g channels. Rows accumulate in lanes of T and rows
 // meet in double, so f32 statistics of large groups keep their precision.
 template <class T>
@@ -183,7 +168,7 @@ void bn_backward_kernel(const T* x, const T* scale, const T* mean, const T* rstd
     double sdy = 0, sdyx = 0;
     for (int64_t i = 0; i < n; ++i) {
       double a = 0, b = 0;
-      row_dy_sums_simd(x + (i * c + ch) * s, dy + (i * c + ch) * s, static_cast<T>(mu), s, a, b);
+      row_dy_sums(x + (i * c + ch) * s, dy + (i * c + ch) * s, static_cast<T>(mu), s, a, b);
       sdy += a, sdyx += b;
     }
     if (dscale) dscale[ch] = static_cast<T>(sdyx * r), dbias[ch] = static_cast<T>(sdy);
