@@ -57,6 +57,11 @@ std::vector<Tensor> batched_inputs(const BatchArgs& a) {
   return in;
 }
 
+Tensor batch_leading(const Primitive& p, const BatchArgs& a) {
+  const std::vector<Tensor> in = batched_inputs(a);
+  return bind(p, std::span<const Tensor>(in), a.attrs);
+}
+
 Tensor batch_by_loop(const Primitive& p, const BatchArgs& a) {
   std::vector<Tensor> outs, in(a.in.size());
   outs.reserve(size_t(a.size));

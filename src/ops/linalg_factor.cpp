@@ -11,6 +11,7 @@
 #include "fluxion/ops/linalg.hpp"
 #include "fluxion/ops/linalg_lapack.hpp"
 #include "fluxion/ops/view.hpp"
+#include "ops/batching.hpp"
 #include "ops/lapack.hpp"
 #include "ops/linalg_util.hpp"
 
@@ -118,7 +119,8 @@ Primitive cholesky_p{.name = "linalg_cholesky",
                          [](const JvpArgs& a, const Tensor* dx) {
                            const Tensor& l = a.output();
                            return matmul(l, phi(sandwich_inverse(l, sym(dx[0]), false)));
-                         }};
+                         },
+                     .batch = fx::detail::batch_leading};
 
 // QrShape: the matrix shape (m, n). Output: Q then R, flat.
 Primitive qr_p{.name = "linalg_qr",
@@ -154,7 +156,8 @@ Primitive qr_p{.name = "linalg_qr",
                      Tensor x = matmul(mH(q), y);
                      Tensor upper = qr_upper(x);
                      return concat({flat(y - matmul(q, upper)), flat(matmul(upper, r))}, -1);
-                   }};
+                   },
+               .batch = fx::detail::batch_leading};
 
 Tensor cholesky(const Tensor& a) {
   detail::check_matrix(a, "cholesky", true);

@@ -13,6 +13,7 @@
 #include "fluxion/ops/linalg_lapack.hpp"
 #include "fluxion/ops/reduce.hpp"
 #include "fluxion/ops/view.hpp"
+#include "ops/batching.hpp"
 #include "ops/lapack.hpp"
 #include "ops/linalg_util.hpp"
 
@@ -128,7 +129,8 @@ Primitive solve_p{
         [](const JvpArgs& a, const Tensor* dx) {
           Tensor rhs = add_defined(dx[1], dx[0].defined() ? -matmul(dx[0], a.output()) : Tensor());
           return rhs.defined() ? bind(solve_p, {a.input(0), rhs}) : Tensor();
-        }};
+        },
+    .batch = fx::detail::batch_leading};
 
 // TriangleAttrs. The other triangle of a is never read, so the derivatives
 // with respect to a are masked to the triangle.
@@ -162,7 +164,8 @@ Primitive triangular_solve_p{
                                        : detail::tril(dx[0]);
           Tensor rhs = add_defined(dx[1], da.defined() ? -matmul(da, a.output()) : Tensor());
           return rhs.defined() ? bind(triangular_solve_p, {a.input(0), rhs}, a.attrs()) : Tensor();
-        }};
+        },
+    .batch = fx::detail::batch_leading};
 
 // log|det a| for real a (..., n, n) -> (...).
 Primitive logabsdet_p{
@@ -175,7 +178,15 @@ Primitive logabsdet_p{
           // d log|det A| = tr(A^-1 dA), so the cotangent is dy A^-T.
           dx[0] = unsqueeze(unsqueeze(dy, -1), -1) * mT(inv(a.input(0)));
         },
-    .jvp = [](const JvpArgs& a, const Tensor* dx) { return trace(solve(a.input(0), dx[0])); }};
+    .jvp = [](const JvpArgs& a, const Tensor* dx) { return trace(solve(a.input(0), dx[0])); },
+    .batch = fx::detail::batch_leading};
+
+// The sign of det a for real a (..., n, n) -> (...): piecewise constant, so no pullback (its
+// output is never tracked). A primitive so that vmap batches it like the others.
+Primitive det_sign_p{.name = "linalg_det_sign",
+                     .forward = [](const Primitive&, std::span<const Tensor> in,
+                                   Attrs) { return std::get<0>(lu_slogdet(in[0])); },
+                     .batch = fx::detail::batch_leading};
 
 // log det a = log|det a| + i arg(det a) for complex a (..., n, n) -> (...), arg in (-pi, pi];
 // -inf (+ 0i) where a is singular. Holomorphic away from there, with derivative A^-T: the
@@ -194,7 +205,8 @@ Primitive complex_logdet_p{
     .saves = saves::input(0),
     .pullback = [](const PullbackArgs& a, const Tensor& dy,
                    Tensor* dx) { dx[0] = unsqueeze(unsqueeze(dy, -1), -1) * mH(inv(a.input(0))); },
-    .jvp = [](const JvpArgs& a, const Tensor* dx) { return trace(solve(a.input(0), dx[0])); }};
+    .jvp = [](const JvpArgs& a, const Tensor* dx) { return trace(solve(a.input(0), dx[0])); },
+    .batch = fx::detail::batch_leading};
 
 Tensor solve(const Tensor& a0, const Tensor& b0) {
   detail::check_matrix(a0, "solve", true);
@@ -230,7 +242,7 @@ std::tuple<Tensor, Tensor> slogdet(const Tensor& a) {
                         exp(complex(zeros_like(phase), phase)));
     return {sign, real(ld)};
   }
-  return {std::get<0>(lu_slogdet(a)), bind(logabsdet_p, {a})};
+  return {bind(det_sign_p, {a}), bind(logabsdet_p, {a})};
 }
 
 Tensor det(const Tensor& a) {

@@ -20,6 +20,7 @@
 #include "fluxion/ops/linalg.hpp"
 #include "fluxion/ops/linalg_lapack.hpp"
 #include "fluxion/ops/view.hpp"
+#include "ops/batching.hpp"
 #include "ops/lapack.hpp"
 #include "ops/linalg_util.hpp"
 
@@ -135,7 +136,8 @@ Primitive eigh_p{
           Tensor w = eig_values(a.output(), n), v = eig_vectors(a.output(), n);
           Tensor k = matmul(matmul(mH(v), sym(dx[0])), v);
           return concat({diagonal(real_part(k)), flat(matmul(v, inverse_gaps(w) * k))}, -1);
-        }};
+        },
+    .batch = fx::detail::batch_leading};
 
 // Reduced SVD; saves the output.
 Primitive svd_p{
@@ -199,7 +201,8 @@ Primitive svd_p{
           if (ss.m > ss.k()) du = du + scale_columns(dav - matmul(u, dp), sinv);
           if (ss.n > ss.k()) dv = dv + scale_columns(datu - matmul(v, mH(dp)), sinv);
           return concat({flat(du), diagonal(real_part(dp)), flat(dv)}, -1);
-        }};
+        },
+    .batch = fx::detail::batch_leading};
 
 std::tuple<Tensor, Tensor> eigh(const Tensor& a) {
   detail::check_matrix(a, "eigh", true);

@@ -3,6 +3,7 @@
 // every row of the primitive table equals a loop) is in tests/ops/primitives_test.cpp.
 #include <gtest/gtest.h>
 
+#include <fluxion/ad/custom.hpp>
 #include <fluxion/ad/forward.hpp>
 #include <fluxion/ad/reverse.hpp>
 #include <fluxion/ad/trace.hpp>
@@ -167,14 +168,47 @@ TEST(Vmap, PullbackUnderVmapGivesTheJacobian) {
   expect_close(rows, jacobian(f, x));
 }
 
+// A run-time rule (fx::custom_rule) has no batching rule: vmap applies it example by example.
 TEST(Vmap, PrimitivesWithoutARuleRunExampleByExample) {
-  Tensor as = randn({3, 4, 4}, f64), bs = randn({3, 4}, f64);
-  auto f = [](const Tensor& a, const Tensor& b) {
-    Tensor spd = matmul(a, transpose(a, 0, 1)) + linalg::eye(4, f64) * 4.0;
-    return linalg::solve(spd, b);
+  auto softplus = custom_rule(
+      "softplus_rule", [](const Tensor& x) { return log1p(exp(x)); },
+      [](const Tensor& x, const Tensor&, const Tensor& dy) { return dy * sigmoid(x); });
+  Tensor xs = randn({3, 4}, f64), ws = randn({4}, f64);
+  auto f = [&](const Tensor& x, const Tensor& w) { return sum(softplus(x * w)); };
+  expect_close(vmap(f, {0, unmapped})(xs, ws),
+               loop(3, [&](int64_t k) { return f(select(xs, 0, k), ws); }), 1e-12);
+  auto g = [&](const Tensor& x) { return gradient([&](const Tensor& w) { return f(x, w); }, ws); };
+  expect_close(vmap(g)(xs), loop(3, [&](int64_t k) { return g(select(xs, 0, k)); }), 1e-12);
+}
+
+// Linear algebra takes leading batch axes, so vmap runs each factorisation once on the stacked
+// matrices: the values and the gradients equal a loop over the batch.
+TEST(Vmap, LinearAlgebraBatchesAsALeadingAxis) {
+  Tensor as = randn({3, 4, 4}, f64), bs = randn({3, 4, 2}, f64), shared = randn({4, 4}, f64);
+  auto spd = [](const Tensor& a) {
+    return matmul(a, transpose(a, 0, 1)) + linalg::eye(4, f64) * 4.0;
   };
-  expect_close(vmap(f)(as, bs),
-               loop(3, [&](int64_t k) { return f(select(as, 0, k), select(bs, 0, k)); }), 1e-10);
+  auto all = [&](const Tensor& a, const Tensor& b) {
+    Tensor l = linalg::cholesky(spd(a));
+    auto [q, r] = linalg::qr(a);
+    auto [w, v] = linalg::eigh(spd(a));
+    auto [u, s, vh] = linalg::svd(a);
+    return sum(linalg::solve(spd(a), b)) + sum(linalg::triangular_solve(l, b, false)) +
+           linalg::logdet(spd(a)) + sum(matmul(q, r)) + sum(abs(r)) + sum(w) + sum(abs(v)) +
+           sum(s) + sum(abs(u) * abs(vh));
+  };
+  expect_close(vmap(all)(as, bs),
+               loop(3, [&](int64_t k) { return all(select(as, 0, k), select(bs, 0, k)); }), 1e-9);
+  // A matrix the batch shares, right-hand sides per example.
+  expect_close(vmap(all, {unmapped, 0})(shared, bs),
+               loop(3, [&](int64_t k) { return all(shared, select(bs, 0, k)); }), 1e-9);
+  // Per-example gradients through the factorisations.
+  auto grad_a = [&](const Tensor& a, const Tensor& b) {
+    return gradient([&](const Tensor& a) { return all(a, b); }, a);
+  };
+  expect_close(vmap(grad_a)(as, bs),
+               loop(3, [&](int64_t k) { return grad_a(select(as, 0, k), select(bs, 0, k)); }),
+               1e-8);
 }
 
 TEST(Vmap, VmapInsideTraceIsTraced) {
