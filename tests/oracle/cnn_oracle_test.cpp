@@ -18,13 +18,11 @@
 #include <fluxion/ops.hpp>
 #include <fluxion/train/data_parallel.hpp>
 
+#include "torch_bridge.hpp"
+
 namespace {
 
-torch::Tensor to_torch(const fx::Tensor& t) {
-  auto v = fx::to_vector<float>(t);
-  std::vector<int64_t> dims(t.shape().begin(), t.shape().end());
-  return torch::from_blob(v.data(), dims, torch::kFloat).clone();
-}
+using fx::oracle::to_torch;
 
 // max |a - b| / (scale of b) <= tol, where the scale is b's largest magnitude: gradients of a
 // deep f32 network differ in their small entries by the order of summation, not in the large.

@@ -19,18 +19,11 @@
 #include <fluxion/ops.hpp>
 #include <fluxion/testing.hpp>
 
+#include "torch_bridge.hpp"
+
 namespace {
 
-torch::Tensor to_torch(const fx::Tensor& t) {
-  std::vector<int64_t> dims(t.shape().begin(), t.shape().end());
-  if (t.dtype() == fx::i64) {
-    auto v = fx::to_vector<int64_t>(t);
-    return torch::from_blob(v.data(), dims, torch::kLong).clone();
-  }
-  auto v = fx::to_vector<double>(t);
-  auto d = torch::from_blob(v.data(), dims, torch::kDouble).clone();
-  return t.dtype() == fx::f32 ? d.to(torch::kFloat) : d;
-}
+using fx::oracle::to_torch;
 
 // |fluxion - torch| <= tol (1 + |torch|) elementwise, naming what differs.
 void expect_close(const fx::Tensor& got, const torch::Tensor& want, const std::string& what,

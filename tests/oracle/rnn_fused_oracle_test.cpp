@@ -18,29 +18,15 @@
 #include <fluxion/nn/rnn.hpp>
 #include <fluxion/ops.hpp>
 
+#include "torch_bridge.hpp"
+
 namespace {
 
 using fx::Tensor;
-
-torch::Tensor to_torch(const Tensor& t) {
-  auto v = fx::to_vector<float>(t);
-  std::vector<int64_t> dims(t.shape().begin(), t.shape().end());
-  return torch::from_blob(v.data(), dims, torch::kFloat).clone();
-}
+using fx::oracle::to_torch;
 
 std::string mismatch(const Tensor& got, const torch::Tensor& want, double rtol = 1e-4) {
-  std::vector<int64_t> gs(got.shape().begin(), got.shape().end());
-  if (gs != want.sizes().vec()) return "shape " + got.shape().to_string();
-  auto g = fx::to_vector<double>(got);
-  torch::Tensor w = want.detach().to(torch::kDouble).contiguous();
-  const double* wp = w.data_ptr<double>();
-  double scale = 0;
-  for (int64_t i = 0; i < w.numel(); ++i) scale = std::max(scale, std::abs(wp[i]));
-  for (size_t i = 0; i < g.size(); ++i)
-    if (std::abs(g[i] - wp[i]) > rtol * (std::abs(wp[i]) + scale))
-      return "element " + std::to_string(i) + ": fluxion " + std::to_string(g[i]) + ", torch " +
-             std::to_string(wp[i]);
-  return "";
+  return fx::oracle::mismatch(got, want, rtol);
 }
 
 std::string suffix(int64_t l, int64_t d) {

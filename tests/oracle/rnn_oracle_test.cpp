@@ -19,30 +19,15 @@
 #include <fluxion/ops.hpp>
 #include <fluxion/testing.hpp>
 
+#include "torch_bridge.hpp"
+
 namespace {
 
 using fx::Tensor;
+using fx::oracle::to_torch;
 
-torch::Tensor to_torch(const Tensor& t) {
-  auto v = fx::to_vector<double>(t);
-  std::vector<int64_t> dims(t.shape().begin(), t.shape().end());
-  return torch::from_blob(v.data(), dims, torch::kDouble).clone();
-}
-
-// Equal within rtol of each element plus the largest element; empty if so, else the first miss.
 std::string mismatch(const Tensor& got, const torch::Tensor& want, double rtol = 1e-10) {
-  std::vector<int64_t> gs(got.shape().begin(), got.shape().end());
-  if (gs != want.sizes().vec()) return "shape " + got.shape().to_string();
-  auto g = fx::to_vector<double>(got);
-  torch::Tensor w = want.detach().to(torch::kDouble).contiguous();
-  const double* wp = w.data_ptr<double>();
-  double scale = 0;
-  for (int64_t i = 0; i < w.numel(); ++i) scale = std::max(scale, std::abs(wp[i]));
-  for (size_t i = 0; i < g.size(); ++i)
-    if (std::abs(g[i] - wp[i]) > rtol * (std::abs(wp[i]) + scale))
-      return "element " + std::to_string(i) + ": fluxion " + std::to_string(g[i]) + ", torch " +
-             std::to_string(wp[i]);
-  return "";
+  return fx::oracle::mismatch(got, want, rtol);
 }
 
 // Copies a cell's weights into torch's parameters of layer l, direction d.
