@@ -20,8 +20,9 @@ namespace {
 
 constexpr uint32_t kNoSlot = UINT32_MAX;
 
-// A recorded primitive application. Saved tensors are tape.saved[saved_begin .. + nin + 1):
-// the inputs (undefined unless the primitive saves them), then the output.
+// A recorded primitive application. Its outputs have the slots out_slot .. + num_outputs. Saved
+// tensors are tape.saved[saved_begin .. + nin + num_outputs): the inputs (undefined unless the
+// primitive saves them), then the outputs.
 struct Node {
   // Constructed in place by emplace_back: a Node built on the stack and copied in stalled on
   // store forwarding, and a value-initialised one was zeroed only to be overwritten.
@@ -129,7 +130,11 @@ uint32_t input_slot(const Tensor& x, uint32_t gen, const Primitive& p) {
   return kNoSlot;
 }
 
-void record_on(Tape& t, const Primitive& p, std::span<const Tensor> in, Tensor& out, Attrs attrs) {
+// out: nout outputs (1, or p.num_outputs); inlined so that the single-output path keeps nout
+// a constant.
+[[gnu::always_inline]] inline void record_on(Tape& t, const Primitive& p,
+                                             std::span<const Tensor> in, Tensor* out, uint32_t nout,
+                                             Attrs attrs) {
   const size_t nin = in.size();
   // Slots are looked up before anything is appended, so an untracked call touches no vector.
   uint32_t small[8];
@@ -143,8 +148,10 @@ void record_on(Tape& t, const Primitive& p, std::span<const Tensor> in, Tensor& 
   if (!any) return;
   const uint32_t in_begin = uint32_t(t.in_slots.size());
   const uint32_t saved_begin = uint32_t(t.saved.size());
-  Node& n = t.nodes.emplace_back(&p, attrs.type(), t.nslots++, in_begin, saved_begin, uint32_t(nin),
-                                 uint32_t(t.attr_words.size()), uint32_t(t.ints.size()));
+  const uint32_t out_slot = t.nslots;
+  t.nslots += nout;
+  t.nodes.emplace_back(&p, attrs.type(), out_slot, in_begin, saved_begin, uint32_t(nin),
+                       uint32_t(t.attr_words.size()), uint32_t(t.ints.size()));
   if (const AttrType* at = attrs.type()) {
     // As bytes: attribute structs are trivially copyable. A list's ints are copied beside them
     // (the struct's view is repointed at backward time: the vectors may still grow).
@@ -169,21 +176,24 @@ void record_on(Tape& t, const Primitive& p, std::span<const Tensor> in, Tensor& 
       t.saved_versions.push_back(0);
     }
   }
-  if (p.saves & saves::output) {
-    t.saved.push_back(out);
-    t.saved_versions.push_back(uint32_t(out.storage()->version));
-  } else {
-    t.saved.emplace_back();
-    t.saved_versions.push_back(0);
+  for (uint32_t k = 0; k < nout; ++k) {
+    if (p.saves & saves::output) {
+      t.saved.push_back(out[k]);
+      t.saved_versions.push_back(uint32_t(out[k].storage()->version));
+    } else {
+      t.saved.emplace_back();
+      t.saved_versions.push_back(0);
+    }
   }
-  add_tag(out, t.gen, n.out_slot);
+  for (uint32_t k = 0; k < nout; ++k)
+    if (nout == 1 || is_inexact(out[k].dtype())) add_tag(out[k], t.gen, out_slot + k);
   ++stats.nodes_recorded;
 }
 
-// Forward mode at `level`: the output's tangent from the inputs' tangents, computed with only
+// Forward mode at `level`: the outputs' tangents from the inputs' tangents, computed with only
 // the outer levels recording (so the pushforward's own ops are differentiated by them alone).
-void forward_on(Tape& t, int level, const Primitive& p, std::span<const Tensor> in, Tensor& out,
-                Attrs attrs) {
+void forward_on(Tape& t, int level, const Primitive& p, std::span<const Tensor> in, Tensor* out,
+                uint32_t nout, Attrs attrs) {
   Tensor small[8];
   std::vector<Tensor> big;
   Tensor* dx = in.size() <= 8 ? small : (big.resize(in.size()), big.data());
@@ -196,17 +206,22 @@ void forward_on(Tape& t, int level, const Primitive& p, std::span<const Tensor> 
     }
   }
   if (!any) return;
-  FX_CHECK(p.jvp, "fx::jvp: primitive '", p.name, "' has no pushforward rule");
+  FX_CHECK(nout == 1 ? p.jvp != nullptr : p.jvp_n != nullptr, "fx::jvp: primitive '", p.name,
+           "' has no pushforward rule");
   struct DepthGuard {
     int saved = detail::recording_depth;
     ~DepthGuard() { detail::recording_depth = saved; }
   } guard;
   detail::recording_depth = level;
-  Tensor dy = p.jvp(JvpArgs(p, in, out, attrs), dx);
+  Tensor dy[kMaxOutputs];
+  if (nout == 1) dy[0] = p.jvp(JvpArgs(p, in, out[0], attrs), dx);
+  else p.jvp_n(JvpArgs(p, in, out[0], attrs), dx, dy);
   detail::recording_depth = guard.saved;
-  uint32_t slot = t.nslots++;
-  t.tangents.push_back(std::move(dy));
-  add_tag(out, t.gen, slot);
+  for (uint32_t k = 0; k < nout; ++k) {
+    const uint32_t slot = t.nslots++;
+    t.tangents.push_back(std::move(dy[k]));
+    if (nout == 1 || is_inexact(out[k].dtype())) add_tag(out[k], t.gen, slot);
+  }
   ++stats.nodes_recorded;
 }
 
@@ -234,12 +249,14 @@ void accumulate(Tensor& g, Tensor&& c) {
 // Anomaly mode (fluxion/ad/anomaly.hpp): the cotangent going in and those coming out are
 // checked; the pullback's own ops are not, so an error names the primitive being differentiated
 // rather than a multiply inside its rule.
-void checked_pullback(const Primitive& p, const PullbackArgs& args, const Tensor& g, Tensor* dx,
+void checked_pullback(const Primitive& p, const PullbackArgs& args, const Tensor* g, Tensor* dx,
                       uint32_t nin) {
-  detail::check_cotangent_anomaly(p, g);
+  for (int k = 0; k < p.num_outputs; ++k)
+    if (g[k].defined()) detail::check_cotangent_anomaly(p, g[k]);
   {
     const detect_anomaly off(false);
-    p.pullback(args, g, dx);
+    if (p.num_outputs == 1) p.pullback(args, g[0], dx);
+    else p.pullback_n(args, g, dx);
   }
   detail::check_pullback_anomaly(p, dx, nin);
 }
@@ -267,23 +284,29 @@ namespace detail {
 namespace {
 // Inlined into both entry points: record() is on every recorded op's path.
 [[gnu::always_inline]] inline void record_from(int from, const Primitive& p,
-                                               std::span<const Tensor> in, Tensor& out,
-                                               Attrs attrs) {
-  if (!is_inexact(out.dtype())) return;
+                                               std::span<const Tensor> in, Tensor* out,
+                                               uint32_t nout, Attrs attrs) {
+  bool inexact = false;
+  for (uint32_t k = 0; k < nout; ++k) inexact |= is_inexact(out[k].dtype());
+  if (!inexact) return;
   const int depth = recording_depth;
   for (int level = from; level < depth; ++level) {
     ad::Tape& t = *ad::active_tapes[level];
-    if (t.forward) ad::forward_on(t, level, p, in, out, attrs);
-    else ad::record_on(t, p, in, out, attrs);
+    if (t.forward) ad::forward_on(t, level, p, in, out, nout, attrs);
+    else ad::record_on(t, p, in, out, nout, attrs);
   }
 }
 }  // namespace
 void record(const Primitive& p, std::span<const Tensor> in, Tensor& out, Attrs attrs) {
-  record_from(0, p, in, out, attrs);
+  record_from(0, p, in, &out, 1, attrs);
 }
 void record_levels(int from, const Primitive& p, std::span<const Tensor> in, Tensor& out,
                    Attrs attrs) {
-  record_from(from, p, in, out, attrs);
+  record_from(from, p, in, &out, 1, attrs);
+}
+void record_levels_n(int from, const Primitive& p, std::span<const Tensor> in, Tensor* out,
+                     Attrs attrs) {
+  record_from(from, p, in, out, uint32_t(p.num_outputs), attrs);
 }
 }  // namespace detail
 
@@ -312,10 +335,12 @@ Tensor* PullbackArgs::accumulator(int i) const {
   return g.defined() && ad::writable_in_place(g) ? &g : nullptr;
 }
 
-const Tensor& PullbackArgs::output() const {
-  FX_CHECK(out_.defined(), "fx: pullback of '", prim_.name,
+const Tensor& PullbackArgs::output(int k) const {
+  FX_CHECK(k >= 0 && k < prim_.num_outputs, "fx: pullback of '", prim_.name, "' reads output ", k,
+           " of ", prim_.num_outputs);
+  FX_CHECK(out_[k].defined(), "fx: pullback of '", prim_.name,
            "' reads its output which its primitive does not save");
-  return out_;
+  return out_[k];
 }
 
 namespace ad {
@@ -375,6 +400,10 @@ Tensor Recording::track(const Tensor& x, const Tensor& tangent) {
   for (int k = 0; k < src->ntags; ++k) p->tags[k] = src->tags[k];
   Tensor t(p);
   add_tag(t, tape_->gen, tape_->nslots++);
+  // Under fx::trace the alias is the same graph value as x (a gradient with respect to a traced
+  // argument).
+  if (detail::tracing_depth != 0) [[unlikely]]
+    detail::trace_alias(x, t);
   ++nleaves_;
   return t;
 }
@@ -412,12 +441,19 @@ std::vector<Tensor> Recording::sweep(const Tensor& y, const Tensor& dy, bool onc
   }
   Tensor dx[64];
   std::vector<Tensor> dx_big;
+  Tensor gs[kMaxOutputs];
   for (size_t k = t.nodes.size(); k-- > 0;) {
     const Node& n = t.nodes[k];
+    const uint32_t nout = uint32_t(n.prim->num_outputs);
     // An intermediate's cotangent is consumed here: moving it out frees it early and saves a
     // handle copy (an atomic increment and decrement).
-    Tensor g = n.out_slot >= nleaves_ ? std::move(grads[n.out_slot]) : grads[n.out_slot];
-    if (!g.defined()) continue;
+    bool any = false;
+    for (uint32_t j = 0; j < nout; ++j) {
+      const uint32_t s = n.out_slot + j;
+      gs[j] = s >= nleaves_ ? std::move(grads[s]) : grads[s];
+      any |= gs[j].defined();
+    }
+    if (!any) continue;
     void* attr_data = n.attr_type ? &t.attr_words[n.attr_begin] : nullptr;
     if (n.attr_type)
       if (IntList* l = n.attr_type->list(attr_data)) l->data = t.ints.data() + n.list_begin;
@@ -425,11 +461,11 @@ std::vector<Tensor> Recording::sweep(const Tensor& y, const Tensor& dy, bool onc
     for (uint32_t i = 0; i < n.nin; ++i)
       if (t.in_slots[n.in_begin + i] != kNoSlot) wants |= i < 64 ? uint64_t(1) << i : 0;
     Tensor* saved = &t.saved[n.saved_begin];
-    for (uint32_t i = 0; i <= n.nin; ++i) {
+    for (uint32_t i = 0; i < n.nin + nout; ++i) {
       const Tensor& v = saved[i];
       FX_CHECK(
           !v.defined() || uint32_t(v.storage()->version) == t.saved_versions[n.saved_begin + i],
-          "fx::pullback: '", n.prim->name, "' needs its ", i == n.nin ? "output" : "input", " ",
+          "fx::pullback: '", n.prim->name, "' needs its ", i >= n.nin ? "output" : "input", " ",
           v.shape(),
           ", which was overwritten in place after it was computed; clone it "
           "before writing, or write a new tensor instead");
@@ -439,11 +475,13 @@ std::vector<Tensor> Recording::sweep(const Tensor& y, const Tensor& dy, bool onc
     args.set_accumulators(grads.data(), &t.in_slots[n.in_begin]);
     if (once) args.set_reusable(saved);
     if (detail::anomaly_checks) [[unlikely]]
-      checked_pullback(*n.prim, args, g, out, n.nin);
-    else n.prim->pullback(args, g, out);
+      checked_pullback(*n.prim, args, gs, out, n.nin);
+    else if (nout == 1) n.prim->pullback(args, gs[0], out);
+    else n.prim->pullback_n(args, gs, out);
     ++stats.pullbacks_run;
+    for (uint32_t j = 0; j < nout; ++j) gs[j] = Tensor();
     if (once)  // nothing reads them again; buffers freed now are reused while still in cache
-      for (uint32_t i = 0; i <= n.nin; ++i) saved[i] = Tensor();
+      for (uint32_t i = 0; i < n.nin + nout; ++i) saved[i] = Tensor();
     for (uint32_t i = 0; i < n.nin; ++i) {
       if (!out[i].defined()) continue;
       uint32_t s = t.in_slots[n.in_begin + i];

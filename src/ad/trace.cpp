@@ -12,13 +12,20 @@ namespace fx {
 namespace detail {
 namespace {
 
-Tensor bind_traced(const Primitive& p, std::span<const Tensor> in, Attrs attrs);
+void bind_traced(const Primitive& p, std::span<const Tensor> in, Attrs attrs, Tensor* out,
+                 int nout);
 
 // The trace is the interpreter at the bottom of the stack (nothing may sit under it).
 struct TraceState final : Interpreter {
   TraceState(Graph* g) : graph(g) {}
   Tensor process(const Primitive& p, std::span<const Tensor> in, Attrs attrs) override {
-    return bind_traced(p, in, attrs);
+    Tensor out;
+    bind_traced(p, in, attrs, &out, 1);
+    return out;
+  }
+  void process_n(const Primitive& p, std::span<const Tensor> in, Attrs attrs,
+                 Tensor* out) override {
+    bind_traced(p, in, attrs, out, p.num_outputs);
   }
   Graph* graph;
   std::unordered_map<const TensorImpl*, int> ids;
@@ -76,9 +83,10 @@ int value_of(TraceState& s, const Tensor& x, Tensor& standin) {
 }
 
 // bind under fx::trace: inputs not yet traced become constants of the graph, the forward runs on
-// the meta device (shapes only), the application becomes an equation, and any tape recording
-// above the trace records it as usual.
-Tensor bind_traced(const Primitive& p, std::span<const Tensor> in, Attrs attrs) {
+// the meta device (shapes only), the application becomes an equation (its nout outputs are
+// consecutive values), and any tape recording above the trace records it as usual.
+void bind_traced(const Primitive& p, std::span<const Tensor> in, Attrs attrs, Tensor* out,
+                 int nout) {
   TraceState& s = *current;
   Graph::Equation eq{&p, {}, AttrStore(attrs), -1};
   std::vector<Tensor> standins(in.size());
@@ -86,13 +94,19 @@ Tensor bind_traced(const Primitive& p, std::span<const Tensor> in, Attrs attrs) 
   for (size_t i = 0; i < in.size(); ++i)
     eq.inputs.push_back(in[i].defined() ? value_of(s, in[i], standins[i]) : -1);
   const std::span<const Tensor> args(standins);
-  Tensor out = p.forward(p, args, attrs);
-  FX_CHECK(!out.device().has_data(), "fx::trace: primitive '", p.name,
-           "' made a tensor with data from traced inputs");
-  eq.output = new_value(s, out);
+  if (nout == 1) out[0] = p.forward(p, args, attrs);
+  else p.forward_n(p, args, attrs, out);
+  for (int k = 0; k < nout; ++k) {
+    FX_CHECK(!out[k].device().has_data(), "fx::trace: primitive '", p.name,
+             "' made a tensor with data from traced inputs");
+    const int id = new_value(s, out[k]);
+    if (k == 0) eq.output = id;
+  }
   s.graph->equations.push_back(std::move(eq));
-  if (recording_depth != 0 && p.pullback) record(p, args, out, attrs);
-  return out;
+  if (recording_depth != 0 && p.differentiable()) {
+    if (nout == 1) record(p, args, out[0], attrs);
+    else record_levels_n(0, p, args, out, attrs);
+  }
 }
 
 }  // namespace
@@ -161,7 +175,10 @@ std::vector<Tensor> Graph::run(const std::vector<Tensor>& args) const {
   for (const Equation& eq : equations) {
     in.clear();
     for (int id : eq.inputs) in.push_back(id >= 0 ? v[size_t(id)] : Tensor());
-    v[size_t(eq.output)] = bind(*eq.prim, std::span<const Tensor>(in), eq.attrs.view());
+    if (eq.prim->num_outputs == 1)
+      v[size_t(eq.output)] = bind(*eq.prim, std::span<const Tensor>(in), eq.attrs.view());
+    else
+      detail::bind_n(*eq.prim, std::span<const Tensor>(in), eq.attrs.view(), &v[size_t(eq.output)]);
   }
   std::vector<Tensor> out;
   for (int id : outputs) out.push_back(v[size_t(id)]);
@@ -191,8 +208,11 @@ std::string Graph::to_string() const {
     else os << "full " << c.fill << "\n";
   }
   for (const Equation& eq : equations) {
-    os << "  " << name(eq.output) << ": " << type_of(values[size_t(eq.output)]) << " = "
-       << eq.prim->name << "(";
+    os << "  ";
+    for (int k = 0; k < eq.prim->num_outputs; ++k)
+      os << (k ? ", " : "") << name(eq.output + k) << ": "
+         << type_of(values[size_t(eq.output + k)]);
+    os << " = " << eq.prim->name << "(";
     for (size_t k = 0; k < eq.inputs.size(); ++k) os << (k ? ", " : "") << name(eq.inputs[k]);
     os << ")";
     std::ostringstream attrs;

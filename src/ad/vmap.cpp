@@ -66,6 +66,18 @@ class BatchInterpreter final : public Interpreter {
   }
 
   Tensor process(const Primitive& p, std::span<const Tensor> in, Attrs attrs) override {
+    Tensor out;
+    apply(p, in, attrs, &out, 1);
+    return out;
+  }
+  void process_n(const Primitive& p, std::span<const Tensor> in, Attrs attrs,
+                 Tensor* out) override {
+    apply(p, in, attrs, out, p.num_outputs);
+  }
+
+ private:
+  // One application with nout outputs (1, or p.num_outputs).
+  void apply(const Primitive& p, std::span<const Tensor> in, Attrs attrs, Tensor* out, int nout) {
     std::vector<Tensor> stored(in.begin(), in.end());
     uint64_t mask = 0;
     for (size_t i = 0; i < in.size(); ++i) {
@@ -82,27 +94,38 @@ class BatchInterpreter final : public Interpreter {
     // pullbacks and pushforwards may meet batched values (a batched tangent) even when the
     // inputs are not.
     if (!mask) {
-      Tensor out;
       {
         const CutInterpreters cut(this, tape_base);
-        out = bind(p, in, attrs);
+        if (nout == 1) out[0] = bind(p, in, attrs);
+        else bind_n(p, in, attrs, out);
       }
-      if (recording_depth > tape_base && p.pullback) record_levels(tape_base, p, in, out, attrs);
-      return out;
+      record_inside(p, in, attrs, out, nout);
+      return;
     }
-    Tensor out_stored;
+    Tensor out_stored[kMaxOutputs];
     {
       const CutInterpreters cut(this, tape_base);
       const BatchArgs args{stored, mask, size, attrs};
-      out_stored = p.batch ? p.batch(p, args) : batch_by_loop(p, args);
+      if (nout == 1) out_stored[0] = p.batch ? p.batch(p, args) : batch_by_loop(p, args);
+      else if (p.batch_n) p.batch_n(p, args, out_stored);
+      else batch_by_loop_n(p, args, out_stored);
     }
-    FX_CHECK(out_stored.defined() && out_stored.ndim() >= 1 && out_stored.shape()[0] == size,
-             "fx::vmap: the batching rule of '", p.name, "' gave ",
-             out_stored.defined() ? out_stored.shape().to_string() : "nothing", " for a batch of ",
-             size);
-    Tensor out = wrap(out_stored);
-    if (recording_depth > tape_base && p.pullback) record_levels(tape_base, p, in, out, attrs);
-    return out;
+    for (int k = 0; k < nout; ++k) {
+      const Tensor& o = out_stored[k];
+      FX_CHECK(o.defined() && o.ndim() >= 1 && o.shape()[0] == size,
+               "fx::vmap: the batching rule of '", p.name, "' gave ",
+               o.defined() ? o.shape().to_string() : "nothing", " for a batch of ", size);
+      out[k] = wrap(o);
+    }
+    record_inside(p, in, attrs, out, nout);
+  }
+
+  // The tapes begun inside this vmap record the application on the handles.
+  void record_inside(const Primitive& p, std::span<const Tensor> in, Attrs attrs, Tensor* out,
+                     int nout) const {
+    if (recording_depth <= tape_base || !p.differentiable()) return;
+    if (nout == 1) record_levels(tape_base, p, in, out[0], attrs);
+    else record_levels_n(tape_base, p, in, out, attrs);
   }
 };
 

@@ -73,4 +73,17 @@ Tensor batch_by_loop(const Primitive& p, const BatchArgs& a) {
   return stack(outs, 0);
 }
 
+void batch_by_loop_n(const Primitive& p, const BatchArgs& a, Tensor* out) {
+  const size_t nout = size_t(p.num_outputs);
+  std::vector<std::vector<Tensor>> outs(nout);
+  std::vector<Tensor> in(a.in.size()), one(nout);
+  for (int64_t b = 0; b < a.size; ++b) {
+    for (size_t i = 0; i < in.size(); ++i)
+      in[i] = a.is_batched(i) ? select(a.in[i], 0, b) : a.in[i];
+    bind_n(p, std::span<const Tensor>(in), a.attrs, one.data());
+    for (size_t k = 0; k < nout; ++k) outs[k].push_back(one[k]);
+  }
+  for (size_t k = 0; k < nout; ++k) out[k] = stack(outs[k], 0);
+}
+
 }  // namespace fx::detail

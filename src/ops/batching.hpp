@@ -23,6 +23,8 @@ std::vector<Tensor> batched_inputs(const BatchArgs& a);
 // Any primitive, example by example: each batched input's slice, the primitive bound on it, the
 // results stacked. What vmap does for a primitive without a rule.
 Tensor batch_by_loop(const Primitive& p, const BatchArgs& a);
+// The same for a primitive with several outputs, into out[0 .. p.num_outputs).
+void batch_by_loop_n(const Primitive& p, const BatchArgs& a, Tensor* out);
 
 // Input i with the batch on axis 0: batched inputs as stored, shared ones expanded over it.
 Tensor batched_input(const BatchArgs& a, size_t i);

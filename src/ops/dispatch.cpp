@@ -88,15 +88,39 @@ namespace fx {
 namespace detail {
 thread_local constinit Interpreter* top_interpreter = nullptr;
 
-// More arguments than BorrowedTensors holds: plain owning copies (rare, never on a hot path).
-Tensor bind_owned(const Primitive& p, std::initializer_list<TensorRef> in, Attrs attrs) {
+namespace {
+std::vector<Tensor> owning_copies(std::initializer_list<TensorRef> in) {
   std::vector<Tensor> owned;
   owned.reserve(in.size());
   for (const TensorRef& r : in) {
     if (r.impl()) r.impl()->refs.fetch_add(1, std::memory_order_relaxed);
     owned.emplace_back(r.impl());  // adopts the reference just taken
   }
+  return owned;
+}
+}  // namespace
+
+// More arguments than BorrowedTensors holds: plain owning copies (rare, never on a hot path).
+Tensor bind_owned(const Primitive& p, std::initializer_list<TensorRef> in, Attrs attrs) {
+  const std::vector<Tensor> owned = owning_copies(in);
   return bind(p, std::span<const Tensor>(owned), attrs);
+}
+
+// Several outputs: the same steps as bind, off the hot path of single-output primitives.
+void bind_n(const Primitive& p, std::span<const Tensor> in, Attrs attrs, Tensor* out) {
+  FX_CHECK(p.forward_n && p.num_outputs > 1 && p.num_outputs <= kMaxOutputs, "fx::bind_n: '",
+           p.name, "' is not a primitive with several outputs (num_outputs ", p.num_outputs, ")");
+  if (top_interpreter) return top_interpreter->process_n(p, in, attrs, out);
+  p.forward_n(p, in, attrs, out);
+  if (anomaly_checks) [[unlikely]]
+    for (int k = 0; k < p.num_outputs; ++k) check_forward_anomaly(p, in, out[k]);
+  if (recording_depth != 0 && p.pullback_n) record_levels_n(0, p, in, out, attrs);
+}
+
+void bind_n_list(const Primitive& p, std::initializer_list<TensorRef> in, Attrs attrs,
+                 Tensor* out) {
+  const std::vector<Tensor> owned = owning_copies(in);
+  bind_n(p, std::span<const Tensor>(owned), attrs, out);
 }
 }  // namespace detail
 

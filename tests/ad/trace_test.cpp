@@ -55,6 +55,21 @@ TEST(Trace, AGradientInsideTheFunctionIsTraced) {
   expect_near(g(x2, y2)[0], step(x2, y2), 1e-6);
 }
 
+TEST(Trace, AGradientWithRespectToATracedArgument) {
+  Generator gen(9);
+  Tensor x = randn({4}, gen, f64);
+  auto df = [](const Tensor& v) {
+    return gradient([](const Tensor& u) { return sum(tanh(u) * u); }, v);
+  };
+  auto tangent = [](const Tensor& v) {
+    return jvp([](const Tensor& u) { return sum(exp(u)); }, v, ones_like(v)).second;
+  };
+  Graph g = trace(df, x), h = trace(tangent, x);
+  Tensor x2 = randn({4}, gen, f64);
+  expect_near(g(x2)[0], df(x2), 0);
+  expect_near(h(x2)[0], tangent(x2), 0);
+}
+
 TEST(Trace, ValueDependentControlFlowIsAClearError) {
   Tensor x = ones({3}, f64);
   auto f = [](const Tensor& a) {

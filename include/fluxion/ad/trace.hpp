@@ -45,7 +45,7 @@ class Graph {
     const Primitive* prim;
     std::vector<int> inputs;  // value ids; -1 for an undefined (optional) input
     AttrStore attrs;          // printed as {name=value ...}
-    int output;
+    int output;  // the first result; a primitive with several has output .. + num_outputs
   };
 
   std::vector<Value> values;

@@ -17,6 +17,7 @@
 // one node to the tape; under fx::trace or fx::vmap their interpreter takes the application. Transformations never look at which primitive they run: they only call
 // the entry's fields. User-defined rules are made the same way (see fluxion/ad/custom.hpp).
 #pragma once
+#include <array>
 #include <cstdint>
 #include <initializer_list>
 #include <new>
@@ -53,15 +54,29 @@ struct BatchArgs {
 // example and stacks the results (always right, slower).
 using BatchFn = Tensor (*)(const struct Primitive& p, const BatchArgs& args);
 
-// Arguments of one kernel call: inputs and the already allocated output.
+// Arguments of one kernel call: inputs and the already allocated output; for a primitive with
+// several outputs, `outputs` holds them all (`out` is the first).
 struct KernelCall {
   const struct Primitive& prim;
   std::span<const Tensor> in;
   const Tensor& out;
   Attrs attrs;
+  std::span<const Tensor> outputs = {};
 };
 // Returns false to decline (the next backend on the device's list is tried).
 using KernelFn = bool (*)(const KernelCall& call);
+
+// A primitive with several outputs (num_outputs > 1: a factorisation's factors, a value and the
+// residual its rule reads) fills these in place of forward, pullback, jvp and batch. Outputs,
+// their cotangents and their tangents are arrays of num_outputs tensors; an undefined cotangent
+// or tangent is a zero. An output that is not floating (indices, a workspace) is never tracked:
+// it is a residual, read by the rules through PullbackArgs::output(k).
+using ForwardNFn = void (*)(const struct Primitive& p, std::span<const Tensor> in, Attrs attrs,
+                            Tensor* out);
+using PullbackNFn = void (*)(const PullbackArgs& args, const Tensor* dy, Tensor* dx);
+using JvpNFn = void (*)(const JvpArgs& args, const Tensor* dx, Tensor* dy);
+using BatchNFn = void (*)(const struct Primitive& p, const BatchArgs& args, Tensor* out);
+inline constexpr int kMaxOutputs = 8;
 
 inline constexpr int kMaxBackends = 3;
 inline constexpr int kNumDevices = kNumDeviceKinds;  // kernel tables are per device kind
@@ -80,6 +95,14 @@ struct Primitive {
   PullbackFn pullback = nullptr;  // null: not differentiable (outputs are never tracked)
   JvpFn jvp = nullptr;            // forward mode; null makes fx::jvp through it an fx::Error
   BatchFn batch = nullptr;        // fx::vmap; null: example by example
+  // Several outputs: bind_n applies the primitive, and the _n rules replace the ones above
+  // (saves::output then saves every output).
+  int num_outputs = 1;
+  ForwardNFn forward_n = nullptr;
+  PullbackNFn pullback_n = nullptr;
+  JvpNFn jvp_n = nullptr;
+  BatchNFn batch_n = nullptr;
+  bool differentiable() const { return pullback != nullptr || pullback_n != nullptr; }
   // Kernels per device, in the order backends are tried; filled by backend registration.
   KernelFn kernels[kNumDevices][kMaxBackends] = {};  // by DeviceKind
 };
@@ -89,9 +112,11 @@ class PullbackArgs {
  public:
   PullbackArgs(const Primitive& p, const Tensor* saved, const Tensor& out, Attrs attrs,
                uint64_t wants_mask)
-      : prim_(p), saved_(saved), out_(out), attrs_(attrs), wants_(wants_mask) {}
+      : prim_(p), saved_(saved), out_(&out), attrs_(attrs), wants_(wants_mask) {}
   const Tensor& input(int i) const;  // throws if the primitive does not save input i
-  const Tensor& output() const;      // throws if the primitive does not save its output
+  // Output k (several outputs are saved side by side); throws if the primitive does not save
+  // its outputs.
+  const Tensor& output(int k = 0) const;
   template <class A>
   const A& attrs() const {
     return attrs_.get<A>();
@@ -121,7 +146,7 @@ class PullbackArgs {
  private:
   const Primitive& prim_;
   const Tensor* saved_;
-  const Tensor& out_;
+  const Tensor* out_;  // num_outputs tensors
   Attrs attrs_;
   uint64_t wants_;
   Tensor* grads_ = nullptr;          // the tape's cotangents, by slot
@@ -129,14 +154,15 @@ class PullbackArgs {
   Tensor* reusable_ = nullptr;       // saved_, writable: set by a sweep that runs once
 };
 
-// What a pushforward may read: every input, the output and the attributes.
+// What a pushforward may read: every input, the outputs and the attributes.
 class JvpArgs {
  public:
   JvpArgs(const Primitive& p, std::span<const Tensor> in, const Tensor& out, Attrs attrs)
-      : prim_(p), in_(in), out_(out), attrs_(attrs) {}
+      : prim_(p), in_(in), out_(&out), attrs_(attrs) {}
   const Tensor& input(int i) const { return in_[size_t(i)]; }
   size_t num_inputs() const { return in_.size(); }
-  const Tensor& output() const { return out_; }
+  // Output k: several outputs lie side by side, from `out` given to the constructor.
+  const Tensor& output(int k = 0) const { return out_[k]; }
   template <class A>
   const A& attrs() const {
     return attrs_.get<A>();
@@ -147,7 +173,7 @@ class JvpArgs {
  private:
   const Primitive& prim_;
   std::span<const Tensor> in_;
-  const Tensor& out_;
+  const Tensor* out_;
   Attrs attrs_;
 };
 
@@ -163,6 +189,9 @@ void record(const Primitive& p, std::span<const Tensor> in, Tensor& out, Attrs a
 // values are watched by the tapes begun inside it; the values it stores, by those outside).
 void record_levels(int from, const Primitive& p, std::span<const Tensor> in, Tensor& out,
                    Attrs attrs);
+// The same for a primitive with several outputs, out[0 .. p.num_outputs).
+void record_levels_n(int from, const Primitive& p, std::span<const Tensor> in, Tensor* out,
+                     Attrs attrs);
 
 // An interpreter that takes over bind (fx::trace, fx::vmap): they stack, the innermost on top.
 // process() handles an application, usually by applying primitives to the values it stores
@@ -172,6 +201,9 @@ class Interpreter {
  public:
   virtual ~Interpreter() = default;
   virtual Tensor process(const Primitive& p, std::span<const Tensor> in, Attrs attrs) = 0;
+  // The same for a primitive with several outputs, written to out[0 .. p.num_outputs).
+  virtual void process_n(const Primitive& p, std::span<const Tensor> in, Attrs attrs,
+                         Tensor* out) = 0;
   Interpreter* below = nullptr;
 };
 extern thread_local constinit Interpreter* top_interpreter;
@@ -263,6 +295,9 @@ struct BorrowedTensors {
   std::span<const Tensor> span() const { return {t, n}; }
 };
 Tensor bind_owned(const Primitive& p, std::initializer_list<TensorRef> in, Attrs attrs);
+// bind for a primitive with several outputs (fx::bind_n): out[0 .. p.num_outputs).
+void bind_n(const Primitive& p, std::span<const Tensor> in, Attrs attrs, Tensor* out);
+void bind_n_list(const Primitive& p, std::initializer_list<TensorRef> in, Attrs attrs, Tensor* out);
 }  // namespace detail
 
 inline Tensor bind(const Primitive& p, std::initializer_list<detail::TensorRef> in,
@@ -270,6 +305,26 @@ inline Tensor bind(const Primitive& p, std::initializer_list<detail::TensorRef> 
   if (in.size() > detail::BorrowedTensors::kMax) return detail::bind_owned(p, in, attrs);
   detail::BorrowedTensors b(in);
   return bind(p, b.span(), attrs);
+}
+
+// Applies a primitive with N outputs (N == p.num_outputs, else an fx::Error):
+//   auto [u, s, v] = fx::bind_n<3>(fx::linalg::svd_p, {a}, attrs);
+template <int N>
+std::array<Tensor, N> bind_n(const Primitive& p, std::span<const Tensor> in, Attrs attrs = {}) {
+  FX_CHECK(p.num_outputs == N, "fx::bind_n: '", p.name, "' has ", p.num_outputs, " outputs, not ",
+           N);
+  std::array<Tensor, N> out;
+  detail::bind_n(p, in, attrs, out.data());
+  return out;
+}
+template <int N>
+std::array<Tensor, N> bind_n(const Primitive& p, std::initializer_list<detail::TensorRef> in,
+                             Attrs attrs = {}) {
+  FX_CHECK(p.num_outputs == N, "fx::bind_n: '", p.name, "' has ", p.num_outputs, " outputs, not ",
+           N);
+  std::array<Tensor, N> out;
+  detail::bind_n_list(p, in, attrs, out.data());
+  return out;
 }
 
 // Runs the first backend kernel of the output's device that accepts the call.
