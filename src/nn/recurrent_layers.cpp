@@ -4,8 +4,8 @@
 //   composed from public ops (fx::linear, slices, where, stack, concat), so the layers
 //   differentiate to any order like the cells do.
 // - fused: each layer (both directions) one call of oneDNN's RNN primitive, and on a tape one
-//   node (an fx::custom_rule) whose pullback is oneDNN's backward primitive, reading the
-//   forward's workspace. Taken for f32 on the CPU without lengths, outside fx::vmap and
+//   node (a primitive with several outputs: y, h_n, c_n and the workspace, a residual) whose
+//   pullback is oneDNN's backward primitive, reading the forward's workspace. Taken for f32 on the CPU without lengths, outside fx::vmap and
 //   fx::trace, when at most one reverse tape records (the pullback is a kernel, not ops, so nothing could differentiate it again) and the
 //   layer's `fused` flag is set; anything else runs composed.
 #include <array>
@@ -15,13 +15,14 @@
 #include <type_traits>
 
 #include "backend/cpu/rnn_onednn.hpp"
-#include "fluxion/ad/custom.hpp"
 #include "fluxion/ad/tape.hpp"
 #include "fluxion/nn/gru.hpp"
 #include "fluxion/nn/lstm.hpp"
 #include "fluxion/nn/rnn.hpp"
+#include "fluxion/ops/create.hpp"
 #include "fluxion/ops/elementwise.hpp"
 #include "fluxion/ops/linalg.hpp"
+#include "fluxion/ops/primitive.hpp"
 #include "fluxion/ops/view.hpp"
 #include "recurrent_cells.hpp"
 
@@ -204,63 +205,74 @@ std::array<Tensor, 3> onednn_weights(const Cell& c, be::RnnCell kind) {
                  0)};
 }
 
-// The one place that knows how a fused layer packs its outputs into its node's single output
-// (y, then h_n, then c_n, flat): the place to switch to a multi-output primitive.
-struct Unpacked {
-  Tensor y, h, c;
+// The fused layer's attributes: the oneDNN layer and whether a tape records it (then the
+// forward runs oneDNN's training pass and keeps the workspace).
+struct FusedRnnAttrs {
+  int64_t cell = 0, N = 0, T = 0, C = 0, H = 0, D = 0, training = 0;
+  FX_ATTRS(FusedRnnAttrs, cell, N, T, C, H, D, training)
+  be::RnnLayer layer() const { return {be::RnnCell(cell), N, T, C, H, D}; }
 };
-Unpacked unpack(const Tensor& p, const be::RnnLayer& r) {
-  const int64_t ny = r.y_size(), ns = r.state_size();
-  Unpacked u;
-  u.y = reshape(slice(p, 0, 0, ny), {r.N, r.T, r.D * r.H});
-  u.h = reshape(slice(p, 0, ny, ny + ns), {r.D, r.N, r.H});
-  if (r.has_c()) u.c = reshape(slice(p, 0, ny + ns, ny + 2 * ns), {r.D, r.N, r.H});
-  return u;
+
+// Inputs (x, h0, c0, wx, wh, b), c0 undefined but for the LSTM. Outputs y, h_n, (LSTM) c_n and
+// the workspace, an i32 residual the pullback reads: fused_lstm_p has four outputs,
+// fused_rnn_p (Elman and GRU) three.
+void fused_forward(const Primitive& p, std::span<const Tensor> in, Attrs attrs, Tensor* out) {
+  const FusedRnnAttrs& a = attrs.get<FusedRnnAttrs>();
+  const be::RnnLayer r = a.layer();
+  be::RnnOutputs o;
+  FX_CHECK(be::rnn_forward(r, in[0], in[1], in[2], in[3], in[4], in[5], a.training != 0, o,
+                           out[p.num_outputs - 1]),
+           "fx::nn::", p.name, ": oneDNN declined the input ", in[0].shape(), " it had accepted");
+  if (!out[p.num_outputs - 1].defined()) out[p.num_outputs - 1] = empty({0}, i32);
+  out[0] = o.y;
+  out[1] = o.h;
+  if (r.has_c()) out[2] = o.c;
 }
 
-// One fused layer's packed output. Without a tape, oneDNN's inference forward; on one, one
-// node whose pullback runs oneDNN's backward.
-Tensor fused_layer(const be::RnnLayer& r, const char* name, const Tensor& x, const Tensor& h0,
-                   const Tensor& c0, const Tensor& wx, const Tensor& wh, const Tensor& b) {
-  auto forward = [r, name](const Tensor& x, const Tensor& h0, const Tensor& c0, const Tensor& wx,
-                           const Tensor& wh, const Tensor& b, bool training) {
-    Tensor out, ws;
-    FX_CHECK(be::rnn_forward(r, x, h0, c0, wx, wh, b, training, out, ws), name,
-             ": oneDNN declined the input ", x.shape(), " it had accepted");
-    return std::pair(out, ws);
-  };
-  if (ad::num_active_tapes() == 0) return forward(x, h0, c0, wx, wh, b, false).first;
-  auto backward = [r](const Tensor& x, const Tensor& h0, const Tensor& c0, const Tensor& wx,
-                      const Tensor& wh, const Tensor& b, const Tensor& out, const Tensor& ws,
-                      const Tensor& dout) {
-    if (!dout.defined()) return be::RnnGrads{};
-    return be::rnn_backward(r, x, h0, c0, wx, wh, b, out, ws, contiguous(dout));
-  };
-  const std::string label = std::string(name) + " (oneDNN)";
+// oneDNN's backward: a kernel, not ops, so it differentiates once (fused_kind keeps second order
+// on the composed path).
+void fused_pullback(const PullbackArgs& a, const Tensor* dy, Tensor* dx) {
+  const be::RnnLayer r = a.attrs<FusedRnnAttrs>().layer();
+  const int ws = a.primitive().num_outputs - 1;
+  const Tensor c0 = r.has_c() ? a.input(2) : Tensor();
+  const be::RnnOutputs out{a.output(0), a.output(1), r.has_c() ? a.output(2) : Tensor()};
+  const be::RnnOutputs dout{dy[0], dy[1], r.has_c() ? dy[2] : Tensor()};
+  be::RnnGrads g = be::rnn_backward(r, a.input(0), a.input(1), c0, a.input(3), a.input(4),
+                                    a.input(5), out, a.output(ws), dout);
+  dx[0] = g.x;
+  dx[1] = g.h0;
+  dx[2] = g.c0;
+  dx[3] = g.wx;
+  dx[4] = g.wh;
+  dx[5] = g.b;
+}
+
+Primitive fused_lstm_p{.name = "lstm (oneDNN)",
+                       .saves = saves::inputs | saves::output,
+                       .num_outputs = 4,
+                       .forward_n = fused_forward,
+                       .pullback_n = fused_pullback};
+Primitive fused_rnn_p{.name = "rnn (oneDNN)",
+                      .saves = saves::inputs | saves::output,
+                      .num_outputs = 3,
+                      .forward_n = fused_forward,
+                      .pullback_n = fused_pullback};
+
+struct FusedOutputs {
+  Tensor y, h, c;
+};
+
+// One fused layer: without a tape oneDNN's inference forward, on one the training forward, and
+// one node whose pullback runs oneDNN's backward.
+FusedOutputs fused_layer(const be::RnnLayer& r, const Tensor& x, const Tensor& h0, const Tensor& c0,
+                         const Tensor& wx, const Tensor& wh, const Tensor& b) {
+  const FusedRnnAttrs a{int64_t(r.cell), r.N, r.T, r.C, r.H, r.D, ad::num_active_tapes() > 0};
   if (r.has_c()) {
-    auto rule = custom_rule(
-        label,
-        [forward](const Tensor& x, const Tensor& h0, const Tensor& c0, const Tensor& wx,
-                  const Tensor& wh,
-                  const Tensor& b) { return forward(x, h0, c0, wx, wh, b, true); },
-        [backward](const Tensor& x, const Tensor& h0, const Tensor& c0, const Tensor& wx,
-                   const Tensor& wh, const Tensor& b, const Tensor& out, const Tensor& ws,
-                   const Tensor& dout) {
-          be::RnnGrads g = backward(x, h0, c0, wx, wh, b, out, ws, dout);
-          return std::tuple(g.x, g.h0, g.c0, g.wx, g.wh, g.b);
-        });
-    return rule(x, h0, c0, wx, wh, b);
+    auto [y, h, c, ws] = bind_n<4>(fused_lstm_p, {x, h0, c0, wx, wh, b}, a);
+    return {y, h, c};
   }
-  auto rule = custom_rule(
-      label,
-      [forward](const Tensor& x, const Tensor& h0, const Tensor& wx, const Tensor& wh,
-                const Tensor& b) { return forward(x, h0, Tensor(), wx, wh, b, true); },
-      [backward](const Tensor& x, const Tensor& h0, const Tensor& wx, const Tensor& wh,
-                 const Tensor& b, const Tensor& out, const Tensor& ws, const Tensor& dout) {
-        be::RnnGrads g = backward(x, h0, Tensor(), wx, wh, b, out, ws, dout);
-        return std::tuple(g.x, g.h0, g.wx, g.wh, g.b);
-      });
-  return rule(x, h0, wx, wh, b);
+  auto [y, h, ws] = bind_n<3>(fused_rnn_p, {x, h0, c0, wx, wh, b}, a);
+  return {y, h, Tensor()};
 }
 
 // Runs the stack fused, layer by layer (oneDNN's own stacking needs equal input and output
@@ -283,9 +295,8 @@ std::pair<Tensor, States<K>> run_fused(const std::vector<Cell>& cells, const Lay
     States<K> s0;
     for (size_t k = 0; k < K; ++k) s0[k] = contiguous(slice(init[k], 0, l * D, (l + 1) * D));
     const be::RnnLayer r{kind, N, T, input.size(2), H, D};
-    Unpacked u = unpack(fused_layer(r, L.name, input, s0[0], K == 2 ? s0[K - 1] : Tensor(),
-                                    stacked[0], stacked[1], stacked[2]),
-                        r);
+    const FusedOutputs u = fused_layer(r, input, s0[0], K == 2 ? s0[K - 1] : Tensor(), stacked[0],
+                                       stacked[1], stacked[2]);
     finals[0].push_back(u.h);
     if constexpr (K == 2) finals[1].push_back(u.c);
     input = u.y;

@@ -31,6 +31,7 @@
 
 #include "fluxion/core/error.hpp"
 #include "fluxion/ops/create.hpp"
+#include "fluxion/ops/view.hpp"
 
 namespace fx::backend::cpu {
 namespace {
@@ -210,9 +211,7 @@ dnnl::stream& stream() {
   return s;
 }
 
-memory wrap(const memory::desc& d, const Tensor& t, int64_t offset = 0) {
-  return memory(d, engine(), static_cast<float*>(t.raw_data()) + offset);
-}
+memory wrap(const memory::desc& d, const Tensor& t) { return memory(d, engine(), t.raw_data()); }
 
 // The memory a primitive reads a weight from: our tensor, or its reordered copy.
 memory weight_in(Weight& w, const Tensor& t) {
@@ -241,32 +240,35 @@ bool rnn_supported(const RnnLayer& r, bool training) {
 }
 
 bool rnn_forward(const RnnLayer& r, const Tensor& x, const Tensor& h0, const Tensor& c0,
-                 const Tensor& wx, const Tensor& wh, const Tensor& b, bool training, Tensor& out,
-                 Tensor& workspace) {
+                 const Tensor& wx, const Tensor& wh, const Tensor& b, bool training,
+                 RnnOutputs& out, Tensor& workspace) {
   if (!rnn_supported(r, training)) return false;
   for (const Tensor* t : {&x, &h0, &wx, &wh, &b})
     if (!dense_f32(*t)) return false;
   if (r.has_c() && !dense_f32(c0)) return false;
   Entry& e = entry_for(r, training);
   const Descs d(r);
-  out = empty({r.pack_size()}, f32);
+  out.y = empty({r.N, r.T, r.D * r.H}, f32);
+  out.h = empty({r.D, r.N, r.H}, f32);
+  if (r.has_c()) out.c = empty({r.D, r.N, r.H}, f32);
   std::unordered_map<int, memory> args{
       {DNNL_ARG_SRC_LAYER, wrap(d.x, x)},
       {DNNL_ARG_SRC_ITER, wrap(d.state, h0)},
       {DNNL_ARG_WEIGHTS_LAYER, weight_in(e.fwd_wx, wx)},
       {DNNL_ARG_WEIGHTS_ITER, weight_in(e.fwd_wh, wh)},
       {DNNL_ARG_BIAS, wrap(d.b, b)},
-      {DNNL_ARG_DST_LAYER, wrap(d.y, out)},
-      {DNNL_ARG_DST_ITER, wrap(d.state, out, r.y_size())},
+      {DNNL_ARG_DST_LAYER, wrap(d.y, out.y)},
+      {DNNL_ARG_DST_ITER, wrap(d.state, out.h)},
   };
   if (r.has_c()) {
     args.emplace(DNNL_ARG_SRC_ITER_C, wrap(d.state, c0));
-    args.emplace(DNNL_ARG_DST_ITER_C, wrap(d.state, out, r.y_size() + r.state_size()));
+    args.emplace(DNNL_ARG_DST_ITER_C, wrap(d.state, out.c));
   }
   if (training) {
-    // An f32 tensor big enough for the opaque bytes: residuals are tensors.
+    // An i32 tensor big enough for the opaque bytes: a residual, and not floating, so never
+    // tracked.
     const int64_t bytes = int64_t(e.workspace.get_size());
-    workspace = empty({(bytes + 3) / 4}, f32);
+    workspace = empty({(bytes + 3) / 4}, i32);
     args.emplace(DNNL_ARG_WORKSPACE, memory(e.workspace, engine(), workspace.raw_data()));
   }
   e.fwd.execute(stream(), args);
@@ -275,13 +277,20 @@ bool rnn_forward(const RnnLayer& r, const Tensor& x, const Tensor& h0, const Ten
 }
 
 RnnGrads rnn_backward(const RnnLayer& r, const Tensor& x, const Tensor& h0, const Tensor& c0,
-                      const Tensor& wx, const Tensor& wh, const Tensor& b, const Tensor& out,
-                      const Tensor& workspace, const Tensor& dout) {
-  FX_CHECK(
-      dense_f32(dout) && dout.numel() == r.pack_size() && dense_f32(out) && dense_f32(workspace),
-      "fx::nn recurrent layer (oneDNN): backward given cotangent ",
-      dout.defined() ? dout.shape().to_string() : "undefined", " for output (", r.pack_size(),
-      ",)");
+                      const Tensor& wx, const Tensor& wh, const Tensor& b, const RnnOutputs& out,
+                      const Tensor& workspace, const RnnOutputs& dout) {
+  // Dense f32 cotangents of the outputs' shapes; an undefined one is a zero.
+  auto dense = [](const Tensor& d, const Tensor& like) {
+    if (!d.defined()) return zeros(like.shape(), f32);
+    FX_CHECK(d.shape() == like.shape() && d.dtype() == f32,
+             "fx::nn recurrent layer (oneDNN): backward given cotangent ", d.shape(), " ",
+             dtype_name(d.dtype()), " for output ", like.shape());
+    return d.is_contiguous() ? d : contiguous(d);
+  };
+  const Tensor dy = dense(dout.y, out.y), dh = dense(dout.h, out.h);
+  const Tensor dc = r.has_c() ? dense(dout.c, out.c) : Tensor();
+  FX_CHECK(workspace.defined() && workspace.is_contiguous(),
+           "fx::nn recurrent layer (oneDNN): backward without the training forward's workspace");
   Entry& e = entry_for(r, true);
   FX_CHECK(e.ok, "fx::nn recurrent layer (oneDNN): the backward primitive is missing");
   const Descs d(r);
@@ -291,7 +300,7 @@ RnnGrads rnn_backward(const RnnLayer& r, const Tensor& x, const Tensor& h0, cons
   g.wx = empty(wx.shape(), f32);
   g.wh = empty(wh.shape(), f32);
   g.b = zeros(b.shape(), f32);  // accumulated into
-  Tensor ws = empty(workspace.shape(), f32);
+  Tensor ws = empty(workspace.shape(), i32);
   std::memcpy(ws.raw_data(), workspace.raw_data(), e.workspace.get_size());
   std::unordered_map<int, memory> args{
       {DNNL_ARG_SRC_LAYER, wrap(d.x, x)},
@@ -299,24 +308,23 @@ RnnGrads rnn_backward(const RnnLayer& r, const Tensor& x, const Tensor& h0, cons
       {DNNL_ARG_WEIGHTS_LAYER, weight_in(e.bwd_wx, wx)},
       {DNNL_ARG_WEIGHTS_ITER, weight_in(e.bwd_wh, wh)},
       {DNNL_ARG_BIAS, wrap(d.b, b)},
-      {DNNL_ARG_DST_LAYER, wrap(d.y, out)},
-      {DNNL_ARG_DST_ITER, wrap(d.state, out, r.y_size())},
+      {DNNL_ARG_DST_LAYER, wrap(d.y, out.y)},
+      {DNNL_ARG_DST_ITER, wrap(d.state, out.h)},
       {DNNL_ARG_WORKSPACE, memory(e.workspace, engine(), ws.raw_data())},
       {DNNL_ARG_DIFF_SRC_LAYER, wrap(d.x, g.x)},
       {DNNL_ARG_DIFF_SRC_ITER, wrap(d.state, g.h0)},
       {DNNL_ARG_DIFF_WEIGHTS_LAYER, weight_grad(e.diff_wx, g.wx)},
       {DNNL_ARG_DIFF_WEIGHTS_ITER, weight_grad(e.diff_wh, g.wh)},
       {DNNL_ARG_DIFF_BIAS, wrap(d.b, g.b)},
-      {DNNL_ARG_DIFF_DST_LAYER, wrap(d.y, dout)},
-      {DNNL_ARG_DIFF_DST_ITER, wrap(d.state, dout, r.y_size())},
+      {DNNL_ARG_DIFF_DST_LAYER, wrap(d.y, dy)},
+      {DNNL_ARG_DIFF_DST_ITER, wrap(d.state, dh)},
   };
   if (r.has_c()) {
     g.c0 = empty(c0.shape(), f32);
-    const int64_t c_at = r.y_size() + r.state_size();
     args.emplace(DNNL_ARG_SRC_ITER_C, wrap(d.state, c0));
-    args.emplace(DNNL_ARG_DST_ITER_C, wrap(d.state, out, c_at));
+    args.emplace(DNNL_ARG_DST_ITER_C, wrap(d.state, out.c));
     args.emplace(DNNL_ARG_DIFF_SRC_ITER_C, wrap(d.state, g.c0));
-    args.emplace(DNNL_ARG_DIFF_DST_ITER_C, wrap(d.state, dout, c_at));
+    args.emplace(DNNL_ARG_DIFF_DST_ITER_C, wrap(d.state, dc));
   }
   e.bwd.execute(stream(), args);
   for (auto [w, t] : {std::pair{&e.diff_wx, &g.wx}, std::pair{&e.diff_wh, &g.wh}})

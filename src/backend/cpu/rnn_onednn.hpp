@@ -1,11 +1,12 @@
 // One layer (one or both directions) of a recurrence on oneDNN 2.6's RNN primitives, f32 on the
 // CPU: the fast path of fx::nn::RNN, LSTM and GRU (src/nn/recurrent_layers.cpp), which wraps
-// these two calls in one differentiable node.
+// these two calls in one primitive with several outputs.
 //
 //   RnnLayer r{RnnCell::lstm, N, T, C, H, D};
-//   Tensor out, ws;
+//   RnnOutputs out;
+//   Tensor ws;
 //   if (rnn_forward(r, x, h0, c0, wx, wh, b, /*training=*/true, out, ws)) {
-//     // out = [y | h_n | c_n] flat; later, given dout shaped like out:
+//     // out.y, out.h, out.c; later, given their cotangents dout (undefined parts are zeros):
 //     RnnGrads g = rnn_backward(r, x, h0, c0, wx, wh, b, out, ws, dout);
 //   }
 //
@@ -16,8 +17,8 @@
 //     that is PyTorch's z, r, n);
 //   b (D, Gb*H): one bias per gate (the two PyTorch biases summed), and for the GRU a fourth
 //     block, b_hn, which oneDNN's linear-before-reset GRU keeps inside the reset gate's product.
-// The output is packed, as one node has one output today: y (N, T, D*H), then h_n (D, N, H),
-// then (LSTM) c_n (D, N, H), flat; pack_size() elements.
+// The outputs: y (N, T, D*H), h_n (D, N, H) and (LSTM) c_n (D, N, H); the workspace is i32
+// (opaque bytes, a residual no tape tracks).
 #pragma once
 #include <cstdint>
 
@@ -37,7 +38,10 @@ struct RnnLayer {
   bool has_c() const { return cell == RnnCell::lstm; }
   int64_t y_size() const { return N * T * D * H; }
   int64_t state_size() const { return D * N * H; }
-  int64_t pack_size() const { return y_size() + state_size() * (has_c() ? 2 : 1); }
+};
+
+struct RnnOutputs {
+  Tensor y, h, c;  // c undefined unless LSTM
 };
 
 // Whether oneDNN runs this configuration (for training: its forward and backward both), here and
@@ -45,24 +49,24 @@ struct RnnLayer {
 // The tensors must then be dense f32 on the CPU for rnn_forward to accept them.
 bool rnn_supported(const RnnLayer& r, bool training);
 
-// Runs the forward into `out` (allocated here, pack_size() elements) and returns true; with
+// Runs the forward into `out` (allocated here) and returns true; with
 // `training`, also fills `workspace` (an opaque buffer the backward needs). Returns false, having
 // written nothing, when oneDNN cannot run this configuration (or both passes of it, when
 // training) or the call is inside an OpenMP parallel region; the caller then takes the
 // composed path.
 bool rnn_forward(const RnnLayer& r, const Tensor& x, const Tensor& h0, const Tensor& c0,
-                 const Tensor& wx, const Tensor& wh, const Tensor& b, bool training, Tensor& out,
-                 Tensor& workspace);
+                 const Tensor& wx, const Tensor& wh, const Tensor& b, bool training,
+                 RnnOutputs& out, Tensor& workspace);
 
 struct RnnGrads {
   Tensor x, h0, c0, wx, wh, b;  // c0 undefined unless LSTM
 };
 
-// The cotangents of the forward's inputs given dout, the cotangent of its packed output (dense,
-// pack_size() elements). Reads the workspace without changing it (oneDNN's backward overwrites
-// its own copy).
+// The cotangents of the forward's inputs given dout, the cotangents of its outputs (an undefined
+// one is a zero). Reads the workspace without changing it (oneDNN's backward overwrites its own
+// copy).
 RnnGrads rnn_backward(const RnnLayer& r, const Tensor& x, const Tensor& h0, const Tensor& c0,
-                      const Tensor& wx, const Tensor& wh, const Tensor& b, const Tensor& out,
-                      const Tensor& workspace, const Tensor& dout);
+                      const Tensor& wx, const Tensor& wh, const Tensor& b, const RnnOutputs& out,
+                      const Tensor& workspace, const RnnOutputs& dout);
 
 }  // namespace fx::backend::cpu
