@@ -21,6 +21,11 @@ void check_matrix(const Tensor& a, const char* op, bool square) {
            ": needs square matrices, got ", a.shape());
 }
 
+bool is_matrix(const Tensor& a, bool square) {
+  return a.defined() && a.ndim() >= 2 && is_inexact(a.dtype()) &&
+         (!square || a.shape()[a.ndim() - 1] == a.shape()[a.ndim() - 2]);
+}
+
 void broadcast_batch(Tensor& a, Tensor& b, const char* op, bool& vector) {
   FX_CHECK(b.defined() && b.ndim() >= 1, "fx::linalg::", op, ": right-hand side must have at ",
            "least one axis, got ", b.defined() ? b.shape().to_string() : std::string("undefined"));
@@ -53,7 +58,21 @@ void broadcast_batch(Tensor& a, Tensor& b, const char* op, bool& vector) {
   b = expand(b, sb);
 }
 
-Tensor untracked(const Tensor& x) { return untagged_view(x); }
+Tensor allocate_and_dispatch(const Primitive& p, std::span<const Tensor> in, Attrs attrs,
+                             const Shape& shape, DType dtype) {
+  Tensor out = Tensor::empty(shape, dtype, output_device(in));
+  dispatch({p, in, out, attrs});
+  return out;
+}
+
+void check_operands(bool ok, const char* op, std::span<const Tensor> in, const char* what) {
+  if (ok) return;
+  std::string shapes;
+  for (const Tensor& x : in)
+    shapes += (shapes.empty() ? "" : " and ") + std::string(dtype_name(x.dtype())) + " " +
+              x.shape().to_string();
+  fx::detail::fail("fx::linalg::", op, ": ", shapes, ": ", what);
+}
 
 Shape leading(const Shape& s, int drop) {
   return Shape(std::span<const int64_t>(s.data(), s.size() - drop));

@@ -1,9 +1,8 @@
-// Shared pieces of fx::linalg (src/ops/linalg_*.cpp): argument checks, the dense copies LAPACK
-// works on, and the masks and transposes the derivative rules are written with.
+// Shared pieces of fx::linalg (src/ops/linalg_*.cpp): argument checks, the shape rules' common
+// tail, and the masks and transposes the derivative rules are written with.
 #pragma once
-#include <complex>
 #include <cstdint>
-#include <vector>
+#include <span>
 
 #include "fluxion/core/tensor.hpp"
 #include "fluxion/ops/primitive.hpp"
@@ -14,39 +13,31 @@ namespace fx::linalg::detail {
 // `square`).
 void check_matrix(const Tensor& a, const char* op, bool square);
 
-// Calls f.template operator()<T>() with T the element type of t: float, double,
-// std::complex<float> or std::complex<double> (check_matrix has refused the others).
-template <class F>
-void visit_lapack(DType t, F&& f) {
-  switch (t) {
-    case f32: f.template operator()<float>(); break;
-    case f64: f.template operator()<double>(); break;
-    case c64: f.template operator()<std::complex<float>>(); break;
-    default: f.template operator()<std::complex<double>>(); break;
-  }
-}
 // Broadcasts the batch axes of a (..., r, c) and b (..., p, q) against each other; b may be a
 // batch of vectors (one axis fewer than a). Returns b as matrices; `vector` says it was one.
 void broadcast_batch(Tensor& a, Tensor& b, const char* op, bool& vector);
 
-// A handle on x's values that no differentiation tracks: what a primitive's forward computes on
-// (ops applied to it record nothing).
-Tensor untracked(const Tensor& x);
-// A dense copy of x that no differentiation tracks: the buffer a LAPACK call overwrites.
-inline Tensor lapack_copy(const Tensor& x) { return untracked(x).clone(); }
+// The abstract evaluation every linalg primitive's forward ends with: its output, of the shape
+// and dtype its rule gives, on output_device(in), filled by the kernel of that device (the
+// LAPACK kernels of src/backend/cpu/linalg_*.cpp; none on the meta device, where this is the
+// whole forward).
+Tensor allocate_and_dispatch(const Primitive& p, std::span<const Tensor> in, Attrs attrs,
+                             const Shape& shape, DType dtype);
+// Whether a is an f32/f64/c64/c128 tensor of (square, if `square`) matrices: check_matrix
+// without the message, for the shape rules.
+bool is_matrix(const Tensor& a, bool square);
+// The shape rules' check that a primitive bound directly (not through its public function)
+// still gets operands it can factor: throws unless `ok`, naming the function and the shapes.
+void check_operands(bool ok, const char* op, std::span<const Tensor> in, const char* what);
+
 // The axes of x before its last `drop` ones.
 Shape leading(const Shape& s, int drop);
-// The number of matrices in a (..., r, c) tensor.
-inline int64_t batch_count(const Tensor& x) {
-  const int64_t rc = x.shape()[x.ndim() - 2] * x.shape()[x.ndim() - 1];
-  return rc == 0 ? 0 : x.numel() / rc;
-}
 // The shape of x with its last two axes replaced by (r, c).
 Shape with_matrix(const Shape& s, int64_t r, int64_t c);
 
-// Primitives with several results (qr, eigh, svd) return them flat, one after another, on the
-// last axis: unpack views the (rows, cols) matrices stored at [start, start + rows cols) of it,
-// and flat is the inverse, (..., r, c) -> (..., r c).
+// Primitives with several results (qr, eigh, svd) return them packed on the last axis (layouts
+// in ops/linalg_attrs.hpp): unpack views the (rows, cols) matrices stored at
+// [start, start + rows cols) of it, and flat is the inverse, (..., r, c) -> (..., r c).
 Tensor unpack(const Tensor& packed, int64_t start, int64_t rows, int64_t cols);
 Tensor flat(const Tensor& x);
 

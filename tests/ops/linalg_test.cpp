@@ -1,15 +1,121 @@
 // Rows for matmul (2-d, vectors, batched with broadcasting, empty inner dimension), dot and
-// linear; linear against the ops it fuses.
+// linear, and for the fx::linalg (LAPACK) primitives; linear against the ops it fuses.
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <tuple>
+
+#include <fluxion/linalg.hpp>
 
 #include "op_rows.hpp"
 
 namespace fx::rows {
 
-std::vector<Row> linalg_rows() {
+namespace {
+// a + (n + 1) I for a (..., n, n) with entries in [-1, 1]: strictly diagonally dominant (its
+// symmetric part too, with a positive diagonal), so solves, determinants and cholesky are well
+// conditioned on every layout the table makes (an expanded 2-d input repeats one row).
+Tensor dominant(const Tensor& a) {
+  const int64_t n = a.shape()[a.ndim() - 1];
+  return a + double(n + 1) * linalg::eye(n, a.dtype());
+}
+// (..., r, c) -> (..., r c).
+Tensor flat2(const Tensor& x) {
+  Shape s(std::span<const int64_t>(x.shape().data(), x.ndim() - 2));
+  s.push_back(x.shape()[x.ndim() - 2] * x.shape()[x.ndim() - 1]);
+  return reshape(x, s);
+}
+const char* const kLapack =
+    "LAPACK is the only implementation of the factorisations: no reference kernel";
+const Range kUnit = {-1, 1};
+
+// The fx::linalg primitives, through their public functions. Where a result is defined only up
+// to signs (eigenvectors, singular vectors), the row returns what does not depend on them
+// (squared entries), so that gradients exist and layouts compare.
+std::vector<Row> lapack_rows() {
   return {
+      {"linalg_solve",
+       [](const Args& a) { return linalg::solve(dominant(a[0]), a[1]); },
+       {.cases = pairs({{{3, 4, 4}, {3, 4, 2}},
+                        {{2, 3, 3}, {2, 3}},  // a batch of vectors
+                        {{5, 5}, {5, 3}},
+                        {{2, 1, 3, 3}, {4, 3, 1}},  // batch axes broadcast
+                        {{0, 3, 3}, {0, 3, 2}}}),
+        .range = kUnit,
+        .no_reference = kLapack}},
+      {"linalg_inv",
+       un([](const Tensor& a) { return linalg::inv(dominant(a)); }),
+       {.cases = shapes({{3, 4, 4}, {5, 5}, {2, 1, 1}}), .range = kUnit, .no_reference = kLapack}},
+      {"linalg_triangular_solve",
+       [](const Args& a) { return linalg::triangular_solve(dominant(a[0]), a[1]); },
+       {.cases = pairs({{{3, 4, 4}, {3, 4, 2}}, {{5, 5}, {5}}, {{2, 3, 3}, {3, 2}}}),
+        .range = kUnit,
+        .no_reference = kLapack}},
+      {"linalg_triangular_solve_upper",
+       [](const Args& a) { return linalg::triangular_solve(dominant(a[0]), a[1], true); },
+       {.cases = pairs({{{3, 4, 4}, {3, 4, 2}}, {{5, 5}, {5, 1}}}),
+        .range = kUnit,
+        .no_reference = kLapack}},
+      {"linalg_logabsdet",
+       un([](const Tensor& a) { return std::get<1>(linalg::slogdet(dominant(a))); }),
+       {.cases = shapes({{3, 4, 4}, {5, 5}, {2, 2, 3, 3}, {4, 1, 1}, {2, 0, 0}}),
+        .range = kUnit,
+        .no_reference = kLapack}},
+      {"linalg_det_sign",
+       un([](const Tensor& a) { return std::get<0>(linalg::slogdet(a)); }),
+       {.cases = shapes({{5, 4, 4}, {5, 5}, {4, 1, 1}, {2, 0, 0}}),
+        .order = 0,
+        .why = "the sign of det is piecewise constant: no derivative",
+        .no_reference = kLapack}},
+      {"linalg_complex_logdet",
+       un([](const Tensor& a) { return linalg::logdet(dominant(a)); }),
+       {.cases = shapes({{3, 4, 4}, {5, 5}, {2, 0, 0}}),
+        .range = kUnit,
+        .dtypes = {c64, c128},
+        .complex = true,
+        .no_reference = kLapack}},
+      {"linalg_cholesky",
+       un([](const Tensor& a) { return linalg::cholesky(dominant(a)); }),
+       {.cases = shapes({{3, 4, 4}, {5, 5}, {2, 1, 1}, {0, 3, 3}}),
+        .range = kUnit,
+        .no_reference = kLapack}},
+      // Q over R: (m + n, n) for m >= n, where the reduced QR is differentiable.
+      {"linalg_qr",
+       un([](const Tensor& a) {
+         auto [q, r] = linalg::qr(a);
+         return concat({q, r}, -2);
+       }),
+       {.cases = shapes({{3, 5, 3}, {4, 4}, {2, 3, 1}, {0, 3, 2}}), .no_reference = kLapack}},
+      {"linalg_qr_wide",
+       un([](const Tensor& a) {
+         auto [q, r] = linalg::qr(a);
+         return concat({q, r}, -1);
+       }),
+       {.cases = shapes({{3, 2, 4}, {2, 5}}),
+        .order = 0,
+        .why = "the reduced QR of a wide matrix has no derivative here (rows >= columns)",
+        .no_reference = kLapack}},
+      // Eigenvalues over the squared eigenvectors: (n + 1, n).
+      {"linalg_eigh",
+       un([](const Tensor& a) {
+         auto [w, v] = linalg::eigh(a);
+         return concat({unsqueeze(w, -2), v * v}, -2);
+       }),
+       {.cases = shapes({{3, 4, 4}, {5, 5}, {2, 1, 1}, {0, 3, 3}}), .no_reference = kLapack}},
+      // U squared, s, V^H squared, flat: (m k + k + k n).
+      {"linalg_svd",
+       un([](const Tensor& a) {
+         auto [u, sv, vh] = linalg::svd(a);
+         return concat({flat2(u * u), sv, flat2(vh * vh)}, -1);
+       }),
+       {.cases = shapes({{3, 4, 3}, {2, 3, 5}, {4, 4}, {0, 2, 3}}), .no_reference = kLapack}},
+  };
+}
+}  // namespace
+
+std::vector<Row> linalg_rows() {
+  std::vector<Row> rows = lapack_rows();
+  std::vector<Row> products = {
       {"matmul",
        bin(fx::matmul),
        {.cases = pairs({{{45, 65}, {65, 33}},
@@ -67,6 +173,8 @@ std::vector<Row> linalg_rows() {
        [](const Args& a) { return fx::linear(a[0], a[1], Tensor(), Epilogue::relu); },
        {.cases = pairs({{{9, 12}, {6, 12}}, {{40, 3}, {2, 3}}})}},
   };
+  for (Row& r : products) rows.push_back(std::move(r));
+  return rows;
 }
 
 }  // namespace fx::rows

@@ -4,7 +4,8 @@
 // shapes) to run it on. For every row and case the harness checks
 //   (a) the default dispatch (tuned CPU kernels first) against the reference backend alone, on
 //       contiguous, transposed, sliced (step 2, inside a larger buffer) and expanded inputs, in
-//       each of the row's dtypes, and that the op leaves its inputs' storage untouched;
+//       each of the row's dtypes, and that the op leaves its inputs' storage untouched (rows
+//       whose primitives have no reference kernel say why in Opts::no_reference);
 //   (b) fx::testing::gradcheck in f64 up to the row's order (0: not differentiable).
 // Binary rows list broadcasting cases beside the equal-shape ones. A row named exactly like a
 // built-in primitive is that primitive's row: the coverage test checks that every entry of
@@ -57,6 +58,13 @@ struct Opts {
   bool complex = false;  // real inputs are complex numbers instead: c64/c128 forward, c128 gradient
   double grid = 0;       // > 0: round real inputs to this step (forces ties)
   testing::GradcheckOptions grad = {};
+  // Non-empty: the row's primitives have no reference-backend kernel, and this says why (LAPACK
+  // is the only implementation: a textbook LU, QR, eigensolver and SVD would be a second
+  // library). The forward check then compares the default dispatch on each layout with the
+  // default dispatch on dense copies of the same values: it checks that the kernels read every
+  // layout and leave their inputs alone, and it cannot check the kernels' values (the gradient,
+  // oracle and equation tests of tests/ops/linalg_*_test.cpp do).
+  std::string no_reference = "";
 };
 
 // A row named exactly like a built-in primitive is that primitive's row.

@@ -16,14 +16,35 @@
 #include <torch/torch.h>
 
 #include <functional>
+#include <set>
 #include <string>
 #include <vector>
 
 #include <fluxion/ad/reverse.hpp>
 #include <fluxion/linalg.hpp>
 #include <fluxion/ops.hpp>
+#include <fluxion/ops/primitives.hpp>
+#include <fluxion/testing.hpp>
+
+#include "oracle_coverage.hpp"
 
 namespace {
+
+// The built-in linalg primitives this file compares with libtorch (instead of rows of
+// torch_oracle_test.cpp); LinalgOracleCoverage checks that the cases below apply each one.
+const char* const kLinalgPrimitives[] = {"linalg_solve",
+                                         "linalg_triangular_solve",
+                                         "linalg_logabsdet",
+                                         "linalg_det_sign",
+                                         "linalg_complex_logdet",
+                                         "linalg_cholesky",
+                                         "linalg_qr",
+                                         "linalg_eigh",
+                                         "linalg_svd"};
+const fx::oracle::CoveredElsewhere kCovered{
+    kLinalgPrimitives[0], kLinalgPrimitives[1], kLinalgPrimitives[2],
+    kLinalgPrimitives[3], kLinalgPrimitives[4], kLinalgPrimitives[5],
+    kLinalgPrimitives[6], kLinalgPrimitives[7], kLinalgPrimitives[8]};
 
 using fx::Tensor;
 namespace la = fx::linalg;
@@ -422,5 +443,20 @@ TEST_P(LinalgOracleComplex, GradientsMatchInC128) {
 
 INSTANTIATE_TEST_SUITE_P(Linalg, LinalgOracleComplex, ::testing::ValuesIn(complex_cases()),
                          [](const auto& info) { return info.param.name; });
+
+// What OracleTable's coverage test takes on trust (oracle_coverage.hpp): every primitive this
+// file claims is a built-in one that some case above applies.
+TEST(LinalgOracleCoverage, EveryClaimedPrimitiveIsAppliedByACase) {
+  std::set<std::string> applied;
+  {
+    fx::testing::BackendScope scope;
+    for (const Case& c : cases()) (void)c.fx(random_inputs(c, fx::f64));
+    for (const Case& c : complex_cases()) (void)c.fx(random_inputs(c, fx::c128));
+    for (const fx::Primitive* p : fx::builtin_primitives())
+      if (scope.forward_calls(*p) > 0) applied.insert(p->name);
+  }
+  for (const char* name : kLinalgPrimitives)
+    EXPECT_TRUE(applied.count(name)) << "no case applies '" << name << "'";
+}
 
 }  // namespace

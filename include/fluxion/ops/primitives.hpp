@@ -29,7 +29,10 @@ namespace fx {
                                           X(index_add) X(gather)                                   \
                                               X(scatter_add) /* complex numbers */ X(complex)      \
                                                   X(real) X(imag) X(conj) X(angle)                 \
-                                                      X(complex_abs) /* spectral */ X(fft)
+                                                      X(complex_abs) /* spectral */ X(             \
+                                                          fft) /* fx::linalg (LAPACK) */           \
+      X(linalg_solve) X(linalg_triangular_solve) X(linalg_logabsdet) X(linalg_det_sign)            \
+          X(linalg_complex_logdet) X(linalg_cholesky) X(linalg_qr) X(linalg_eigh) X(linalg_svd)
 
 #define FX_DECLARE_PRIMITIVE(name) extern Primitive name##_p;
 FX_BUILTIN_PRIMITIVES(FX_DECLARE_PRIMITIVE)

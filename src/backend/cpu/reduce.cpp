@@ -556,6 +556,8 @@ void register_pool();
 void register_complex();
 void register_fft();
 void register_index();
+void register_linalg_solve();
+void register_linalg_factor();
 
 }  // namespace fx::backend::cpu
 
@@ -570,5 +572,7 @@ void register_cpu() {
   cpu::register_complex();
   cpu::register_fft();
   cpu::register_index();
+  cpu::register_linalg_solve();
+  cpu::register_linalg_factor();
 }
 }  // namespace fx::backend

@@ -1,5 +1,6 @@
-// LAPACKE calls by element type, so the batched kernels of linalg_*.cpp are one template each.
-// Every call uses row-major layout on a dense buffer the kernel owns (LAPACK overwrites it).
+// LAPACKE calls by element type, so the batched CPU kernels of the fx::linalg primitives
+// (linalg_solve.cpp, linalg_factor.cpp here) are one template each. Every call uses row-major
+// layout on a dense buffer the kernel owns (LAPACK overwrites it).
 // Complex elements are std::complex<float/double>, which C++ lays out as LAPACK's complex types
 // (two reals, real part first): the pointers are passed on reinterpreted, whichever type
 // lapacke.h was configured with. The Hermitian and unitary routines (potrf, heevd, ungqr) are
@@ -10,7 +11,7 @@
 #include <complex>
 #include <cstdint>
 
-namespace fx::lapack {
+namespace fx::backend::cpu::lapack {
 
 using I = lapack_int;
 constexpr int kRow = LAPACK_ROW_MAJOR;
@@ -116,4 +117,4 @@ inline I gesdd(I m, I n, cf* a, float* s, cf* u, cf* vt) {
   return LAPACKE_cgesdd(kRow, 'S', m, n, lc(a), n, s, lc(u), k, lc(vt), n);
 }
 
-}  // namespace fx::lapack
+}  // namespace fx::backend::cpu::lapack
