@@ -62,6 +62,11 @@ Tensor batch_leading(const Primitive& p, const BatchArgs& a) {
   return bind(p, std::span<const Tensor>(in), a.attrs);
 }
 
+void batch_leading_n(const Primitive& p, const BatchArgs& a, Tensor* out) {
+  const std::vector<Tensor> in = batched_inputs(a);
+  bind_n(p, std::span<const Tensor>(in), a.attrs, out);
+}
+
 Tensor batch_by_loop(const Primitive& p, const BatchArgs& a) {
   std::vector<Tensor> outs, in(a.in.size());
   outs.reserve(size_t(a.size));

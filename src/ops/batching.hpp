@@ -18,6 +18,7 @@ Tensor batch_reduce(const Primitive& p, const BatchArgs& a);
 // Primitives over any number of leading batch axes (linear algebra on (..., m, n)): the vmap
 // batch is one more leading axis, so every input gets it and the primitive runs once.
 Tensor batch_leading(const Primitive& p, const BatchArgs& a);
+void batch_leading_n(const Primitive& p, const BatchArgs& a, Tensor* out);  // several outputs
 // Every input with the batch on axis 0 (batched_input of each).
 std::vector<Tensor> batched_inputs(const BatchArgs& a);
 // Any primitive, example by example: each batched input's slice, the primitive bound on it, the

@@ -18,14 +18,12 @@
 
 namespace fx::linalg {
 
-using detail::flat;
 using detail::mH;
 using detail::mT;
-using detail::QrLayout;
+using detail::QrShape;
 using detail::sym;
 using detail::tril;
 using detail::triu;
-using detail::unpack;
 
 namespace {
 
@@ -48,14 +46,7 @@ Tensor qr_upper_adjoint(const Tensor& m) {
   return triu(m, 1) + mH(triu(m, 1)) + detail::real_diag(m);
 }
 
-// Q and R of qr_p's output (or of its cotangent), as views of the packed layout.
-Tensor q_of(const QrLayout& L, const Tensor& packed) {
-  return unpack(packed, L.q_at(), L.m, L.k());
-}
-Tensor r_of(const QrLayout& L, const Tensor& packed) {
-  return unpack(packed, L.r_at(), L.k(), L.n);
-}
-void check_differentiable(const QrLayout& L, const char* mode) {
+void check_differentiable(const QrShape& L, const char* mode) {
   FX_CHECK(L.m >= L.n, "fx::linalg::qr: the ", mode, " of the reduced QR of a (", L.m, ", ", L.n,
            ") matrix needs rows >= columns");
 }
@@ -75,36 +66,42 @@ Tensor cholesky_jvp(const JvpArgs& a, const Tensor* dx) {
   return matmul(l, phi(sandwich_inverse(l, sym(dx[0]), false)));
 }
 
-// QrLayout: the matrix shape (m, n). Output: Q then R, packed.
-Tensor qr_rule(const Primitive& p, std::span<const Tensor> in, Attrs attrs) {
-  const QrLayout& L = attrs.get<QrLayout>();
+// QrShape: the matrix shape (m, n). Outputs Q (..., m, k) and R (..., k, n).
+void qr_rule(const Primitive& p, std::span<const Tensor> in, Attrs attrs, Tensor* out) {
+  const QrShape& L = attrs.get<QrShape>();
   const Tensor& a = in[0];
   detail::check_operands(detail::is_matrix(a, false) && a.shape()[a.ndim() - 2] == L.m &&
                              a.shape()[a.ndim() - 1] == L.n,
                          "qr", in, "needs matrices of the attributes' shape (m, n)");
-  Shape s = detail::leading(a.shape(), 2);
-  s.push_back(L.size());
-  return detail::allocate_and_dispatch(p, in, attrs, s, a.dtype());
+  detail::allocate_and_dispatch_n(p, in, attrs,
+                                  {{detail::with_matrix(a.shape(), L.m, L.k()), a.dtype()},
+                                   {detail::with_matrix(a.shape(), L.k(), L.n), a.dtype()}},
+                                  out);
 }
-void qr_pullback(const PullbackArgs& a, const Tensor& dy, Tensor* dx) {
+// An unused output's cotangent is a zero of its shape.
+Tensor or_zeros(const Tensor& dy, const Tensor& like) {
+  return dy.defined() ? dy : zeros_like(like);
+}
+void qr_pullback(const PullbackArgs& a, const Tensor* dy, Tensor* dx) {
   // Adjoint of the pushforward below: with M = dR R^H - Q^H dQ,
   // dA = (dQ + Q qr_upper_adjoint(M)) R^-H.
-  const QrLayout& L = a.attrs<QrLayout>();
-  check_differentiable(L, "derivative");
-  Tensor q = q_of(L, a.output()), r = r_of(L, a.output()), gq = q_of(L, dy), gr = r_of(L, dy);
+  check_differentiable(a.attrs<QrShape>(), "derivative");
+  const Tensor &q = a.output(0), &r = a.output(1);
+  Tensor gq = or_zeros(dy[0], q), gr = or_zeros(dy[1], r);
   Tensor m = matmul(gr, mH(r)) - matmul(mH(q), gq);
   Tensor gy = gq + matmul(q, qr_upper_adjoint(m));
   dx[0] = mH(triangular_solve(r, mH(gy), true));
 }
-Tensor qr_jvp(const JvpArgs& a, const Tensor* dx) {
+void qr_jvp(const JvpArgs& a, const Tensor* dx, Tensor* dy) {
   // Y = dA R^-1 and X = Q^H Y = Omega + dR R^-1 (see qr_upper), dQ = Y - Q (dR R^-1).
-  const QrLayout& L = a.attrs<QrLayout>();
-  check_differentiable(L, "pushforward");
-  Tensor q = q_of(L, a.output()), r = r_of(L, a.output());
+  check_differentiable(a.attrs<QrShape>(), "pushforward");
+  if (!dx[0].defined()) return;
+  const Tensor &q = a.output(0), &r = a.output(1);
   Tensor y = mT(triangular_solve(mT(r), mT(dx[0]), false));
   Tensor x = matmul(mH(q), y);
   Tensor upper = qr_upper(x);
-  return concat({flat(y - matmul(q, upper)), flat(matmul(upper, r))}, -1);
+  dy[0] = y - matmul(q, upper);
+  dy[1] = matmul(upper, r);
 }
 
 }  // namespace
@@ -116,9 +113,9 @@ Tensor cholesky(const Tensor& a) {
 
 std::tuple<Tensor, Tensor> qr(const Tensor& a) {
   detail::check_matrix(a, "qr", false);
-  const QrLayout L{a.shape()[a.ndim() - 2], a.shape()[a.ndim() - 1]};
-  Tensor out = bind(linalg_qr_p, {a}, L);
-  return {q_of(L, out), r_of(L, out)};
+  const QrShape L{a.shape()[a.ndim() - 2], a.shape()[a.ndim() - 1]};
+  auto [q, r] = bind_n<2>(linalg_qr_p, {a}, L);
+  return {q, r};
 }
 
 }  // namespace fx::linalg
@@ -133,12 +130,13 @@ Primitive linalg_cholesky_p{.name = "linalg_cholesky",
                             .jvp = linalg::cholesky_jvp,
                             .batch = detail::batch_leading};
 
-// Reduced QR, Q then R packed (QrLayout); saves the output.
+// Reduced QR: outputs Q and R (QrShape); saves them.
 Primitive linalg_qr_p{.name = "linalg_qr",
-                      .forward = linalg::qr_rule,
                       .saves = saves::output,
-                      .pullback = linalg::qr_pullback,
-                      .jvp = linalg::qr_jvp,
-                      .batch = detail::batch_leading};
+                      .num_outputs = 2,
+                      .forward_n = linalg::qr_rule,
+                      .pullback_n = linalg::qr_pullback,
+                      .jvp_n = linalg::qr_jvp,
+                      .batch_n = detail::batch_leading_n};
 
 }  // namespace fx

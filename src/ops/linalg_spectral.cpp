@@ -7,9 +7,8 @@
 // determined. Pushforwards fix it (eigh: no phase change; svd: the one phase change the values
 // determine goes to U alone), and pullbacks are the adjoints of those pushforwards, exact for
 // the losses that do not depend on the phases, the only ones with a derivative. The eigenvalues
-// and singular values are real; the complex primitives carry them in their complex outputs
-// with zero imaginary parts. Each forward is a shape rule and a dispatch; the LAPACK kernels are
-// in src/backend/cpu/linalg_factor.cpp.
+// and singular values are real outputs, also of complex matrices. Each forward is a shape rule and a dispatch; the LAPACK kernels are in
+// src/backend/cpu/linalg_factor.cpp.
 
 #include "fluxion/ops/complex.hpp"
 #include "fluxion/ops/create.hpp"
@@ -24,96 +23,84 @@
 
 namespace fx::linalg {
 
-using detail::EighLayout;
-using detail::flat;
+using detail::EighShape;
 using detail::inverse_gaps;
 using detail::mH;
-using detail::mT;
-using detail::real_part;
-using detail::SvdLayout;
+using detail::SvdShape;
 using detail::sym;
-using detail::unpack;
 
 namespace {
-
-// The parts of eigh_p's output (or of its cotangent), as views of the packed layout; the
-// eigenvalues as a real tensor.
-Tensor eig_values(const EighLayout& L, const Tensor& packed) {
-  return real(slice(packed, -1, L.w_at(), L.w_at() + L.n));
-}
-Tensor eig_vectors(const EighLayout& L, const Tensor& packed) {
-  return unpack(packed, L.v_at(), L.n, L.n);
-}
-
-// The parts of svd_p's output (or of its cotangent): U, s (real) and V (not V^H).
-Tensor u_of(const SvdLayout& L, const Tensor& packed) {
-  return unpack(packed, L.u_at(), L.m, L.k());
-}
-Tensor s_of(const SvdLayout& L, const Tensor& packed) {
-  return real(slice(packed, -1, L.s_at(), L.s_at() + L.k()));
-}
-Tensor v_of(const SvdLayout& L, const Tensor& packed) {
-  return unpack(packed, L.v_at(), L.n, L.k());
-}
 
 Tensor scale_columns(const Tensor& x, const Tensor& s) { return x * unsqueeze(s, -2); }
 Tensor scale_rows(const Tensor& x, const Tensor& s) { return unsqueeze(s, -1) * x; }
 
-// Shape rule of both: the packed layout's size on the last axis, in a's dtype (the real results
-// are carried in it).
-Tensor packed_forward(const Primitive& p, std::span<const Tensor> in, Attrs attrs, int64_t m,
-                      int64_t n, int64_t size, const char* op) {
+// Checks a primitive bound directly (not through its public function) gets (m, n) matrices.
+void check_shape(std::span<const Tensor> in, int64_t m, int64_t n, const char* op) {
   const Tensor& a = in[0];
   detail::check_operands(
       detail::is_matrix(a, false) && a.shape()[a.ndim() - 2] == m && a.shape()[a.ndim() - 1] == n,
       op, in, "needs matrices of the attributes' shape");
-  Shape s = detail::leading(a.shape(), 2);
-  s.push_back(size);
-  return detail::allocate_and_dispatch(p, in, attrs, s, a.dtype());
 }
 
-// Eigenvalues (ascending) and eigenvectors of (a + a^H) / 2, packed (EighLayout).
-Tensor eigh_rule(const Primitive& p, std::span<const Tensor> in, Attrs attrs) {
-  const EighLayout& L = attrs.get<EighLayout>();
-  return packed_forward(p, in, attrs, L.n, L.n, L.size(), "eigh");
+// An unused output's cotangent is a zero of its shape.
+Tensor or_zeros(const Tensor& dy, const Tensor& like) {
+  return dy.defined() ? dy : zeros_like(like);
 }
-void eigh_pullback(const PullbackArgs& a, const Tensor& dy, Tensor* dx) {
+
+// Eigenvalues w (..., n, ascending, real) and eigenvectors V (..., n, n) of (a + a^H) / 2.
+void eigh_rule(const Primitive& p, std::span<const Tensor> in, Attrs attrs, Tensor* out) {
+  const int64_t n = attrs.get<EighShape>().n;
+  check_shape(in, n, n, "eigh");
+  const Tensor& a = in[0];
+  detail::allocate_and_dispatch_n(
+      p, in, attrs,
+      {{detail::leading(a.shape(), 1), real_dtype(a.dtype())}, {a.shape(), a.dtype()}}, out);
+}
+void eigh_pullback(const PullbackArgs& a, const Tensor* dy, Tensor* dx) {
   // dA = sym(V (diag(dw) + F o (V^H dV)) V^H), F_ij = 1 / (w_j - w_i). F's zero diagonal drops
   // the (imaginary) diagonal of V^H dV, the phase part.
-  const EighLayout& L = a.attrs<EighLayout>();
-  Tensor w = eig_values(L, a.output()), v = eig_vectors(L, a.output());
-  Tensor inner =
-      diag_embed(eig_values(L, dy)) + inverse_gaps(w) * matmul(mH(v), eig_vectors(L, dy));
+  const Tensor &w = a.output(0), &v = a.output(1);
+  Tensor inner = diag_embed(astype(or_zeros(dy[0], w), v.dtype()));
+  if (dy[1].defined()) inner = inner + inverse_gaps(w) * matmul(mH(v), dy[1]);
   dx[0] = sym(matmul(matmul(v, inner), mH(v)));
 }
-Tensor eigh_jvp(const JvpArgs& a, const Tensor* dx) {
+void eigh_jvp(const JvpArgs& a, const Tensor* dx, Tensor* dy) {
   // K = V^H dA V: dw = diag(K) (real), dV = V (F o K).
-  const EighLayout& L = a.attrs<EighLayout>();
-  Tensor w = eig_values(L, a.output()), v = eig_vectors(L, a.output());
+  if (!dx[0].defined()) return;
+  const Tensor &w = a.output(0), &v = a.output(1);
   Tensor k = matmul(matmul(mH(v), sym(dx[0])), v);
-  return concat({diagonal(real_part(k)), flat(matmul(v, inverse_gaps(w) * k))}, -1);
+  dy[0] = real(diagonal(k));
+  dy[1] = matmul(v, inverse_gaps(w) * k);
 }
 
-// Reduced SVD, packed (SvdLayout).
-Tensor svd_rule(const Primitive& p, std::span<const Tensor> in, Attrs attrs) {
-  const SvdLayout& L = attrs.get<SvdLayout>();
-  return packed_forward(p, in, attrs, L.m, L.n, L.size(), "svd");
+// Reduced SVD: U (..., m, k), s (..., k, descending, real) and V (..., n, k) (not V^H).
+void svd_rule(const Primitive& p, std::span<const Tensor> in, Attrs attrs, Tensor* out) {
+  const SvdShape& L = attrs.get<SvdShape>();
+  check_shape(in, L.m, L.n, "svd");
+  const Tensor& a = in[0];
+  Shape s = detail::leading(a.shape(), 2);
+  s.push_back(L.k());
+  detail::allocate_and_dispatch_n(p, in, attrs,
+                                  {{detail::with_matrix(a.shape(), L.m, L.k()), a.dtype()},
+                                   {s, real_dtype(a.dtype())},
+                                   {detail::with_matrix(a.shape(), L.n, L.k()), a.dtype()}},
+                                  out);
 }
-void svd_pullback(const PullbackArgs& a, const Tensor& dy, Tensor* dx) {
+void svd_pullback(const PullbackArgs& a, const Tensor* dy, Tensor* dx) {
   // The adjoint of the pushforward below. With Mu = F o (U^H dU), Mv = F o (V^H dV):
   // dA = U (diag(ds) + (Mu + Mu^H) S + S (Mv + Mv^H) + i Im diag(U^H dU) S^-1) V^H
   //      + (I - U U^H) dU S^-1 V^H  (m > k)  +  U S^-1 dV^H (I - V V^H)  (n > k).
   // The imaginary-diagonal term (complex only) is the adjoint of the phase the pushforward gives
   // U; for a phase-invariant loss Im diag(U^H dU) = -Im diag(V^H dV), as torch checks.
-  const SvdLayout& L = a.attrs<SvdLayout>();
-  const Tensor& out = a.output();
-  Tensor u = u_of(L, out), s = s_of(L, out), v = v_of(L, out), gu = u_of(L, dy), gv = v_of(L, dy);
+  const SvdShape& L = a.attrs<SvdShape>();
+  const Tensor &u = a.output(0), &s = a.output(1), &v = a.output(2);
+  Tensor gu = or_zeros(dy[0], u), gv = or_zeros(dy[2], v);
   Tensor f = inverse_gaps(s * s);
   Tensor utgu = matmul(mH(u), gu), vtgv = matmul(mH(v), gv);
   Tensor mu = f * utgu, mv = f * vtgv;
   Tensor sinv = detail::safe_reciprocal(s);
-  Tensor inner =
-      diag_embed(s_of(L, dy)) + scale_columns(mu + mH(mu), s) + scale_rows(mv + mH(mv), s);
+  Tensor inner = diag_embed(astype(or_zeros(dy[1], s), u.dtype())) + scale_columns(mu + mH(mu), s) +
+                 scale_rows(mv + mH(mv), s);
   if (is_complex(u.dtype())) {
     Tensor im = imag(diagonal(utgu)) * sinv;
     inner = inner + diag_embed(complex(zeros_like(im), im));
@@ -123,13 +110,13 @@ void svd_pullback(const PullbackArgs& a, const Tensor& dy, Tensor* dx) {
   if (L.n > L.k()) ga = ga + matmul(scale_columns(u, sinv), mH(gv - matmul(v, vtgv)));
   dx[0] = ga;
 }
-Tensor svd_jvp(const JvpArgs& a, const Tensor* dx) {
+void svd_jvp(const JvpArgs& a, const Tensor* dx, Tensor* dy) {
   // dP = U^H dA V: ds = Re diag(dP), U^H dU = F o (dP S + S dP^H) + i Im diag(dP) S^-1 (the
   // phase change, on U alone), V^H dV = F o (S dP + dP^H S), and the parts outside the spans:
   // (I - U U^H) dA V S^-1, (I - V V^H) dA^H U S^-1.
-  const SvdLayout& L = a.attrs<SvdLayout>();
-  const Tensor& out = a.output();
-  Tensor u = u_of(L, out), s = s_of(L, out), v = v_of(L, out);
+  if (!dx[0].defined()) return;
+  const SvdShape& L = a.attrs<SvdShape>();
+  const Tensor &u = a.output(0), &s = a.output(1), &v = a.output(2);
   Tensor f = inverse_gaps(s * s);
   Tensor dav = matmul(dx[0], v), datu = matmul(mH(dx[0]), u);
   Tensor dp = matmul(mH(u), dav);
@@ -143,25 +130,26 @@ Tensor svd_jvp(const JvpArgs& a, const Tensor* dx) {
   Tensor dv = matmul(v, f * (scale_rows(dp, s) + scale_columns(mH(dp), s)));
   if (L.m > L.k()) du = du + scale_columns(dav - matmul(u, dp), sinv);
   if (L.n > L.k()) dv = dv + scale_columns(datu - matmul(v, mH(dp)), sinv);
-  return concat({flat(du), diagonal(real_part(dp)), flat(dv)}, -1);
+  dy[0] = du;
+  dy[1] = real(diagonal(dp));
+  dy[2] = dv;
 }
 
 }  // namespace
 
 std::tuple<Tensor, Tensor> eigh(const Tensor& a) {
   detail::check_matrix(a, "eigh", true);
-  const EighLayout L{a.shape()[a.ndim() - 1]};
-  Tensor out = bind(linalg_eigh_p, {a}, L);
-  return {eig_values(L, out), eig_vectors(L, out)};
+  auto [w, v] = bind_n<2>(linalg_eigh_p, {a}, EighShape{a.shape()[a.ndim() - 1]});
+  return {w, v};
 }
 
 Tensor eigvalsh(const Tensor& a) { return std::get<0>(eigh(a)); }
 
 std::tuple<Tensor, Tensor, Tensor> svd(const Tensor& a) {
   detail::check_matrix(a, "svd", false);
-  const SvdLayout L{a.shape()[a.ndim() - 2], a.shape()[a.ndim() - 1]};
-  Tensor out = bind(linalg_svd_p, {a}, L);
-  return {u_of(L, out), s_of(L, out), mH(v_of(L, out))};
+  const SvdShape L{a.shape()[a.ndim() - 2], a.shape()[a.ndim() - 1]};
+  auto [u, s, v] = bind_n<3>(linalg_svd_p, {a}, L);
+  return {u, s, mH(v)};
 }
 
 Tensor svdvals(const Tensor& a) { return std::get<1>(svd(a)); }
@@ -170,21 +158,22 @@ Tensor svdvals(const Tensor& a) { return std::get<1>(svd(a)); }
 
 namespace fx {
 
-// Eigenvalues (ascending) and eigenvectors of (a + a^H) / 2, packed (EighLayout); saves the
-// output.
+// Eigenvalues (ascending, real) and eigenvectors of (a + a^H) / 2 (EighShape); saves both.
 Primitive linalg_eigh_p{.name = "linalg_eigh",
-                        .forward = linalg::eigh_rule,
                         .saves = saves::output,
-                        .pullback = linalg::eigh_pullback,
-                        .jvp = linalg::eigh_jvp,
-                        .batch = detail::batch_leading};
+                        .num_outputs = 2,
+                        .forward_n = linalg::eigh_rule,
+                        .pullback_n = linalg::eigh_pullback,
+                        .jvp_n = linalg::eigh_jvp,
+                        .batch_n = detail::batch_leading_n};
 
-// Reduced SVD, U, s and V packed (SvdLayout); saves the output.
+// Reduced SVD: U, s (real) and V (SvdShape); saves them.
 Primitive linalg_svd_p{.name = "linalg_svd",
-                       .forward = linalg::svd_rule,
                        .saves = saves::output,
-                       .pullback = linalg::svd_pullback,
-                       .jvp = linalg::svd_jvp,
-                       .batch = detail::batch_leading};
+                       .num_outputs = 3,
+                       .forward_n = linalg::svd_rule,
+                       .pullback_n = linalg::svd_pullback,
+                       .jvp_n = linalg::svd_jvp,
+                       .batch_n = detail::batch_leading_n};
 
 }  // namespace fx

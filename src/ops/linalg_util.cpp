@@ -65,6 +65,14 @@ Tensor allocate_and_dispatch(const Primitive& p, std::span<const Tensor> in, Att
   return out;
 }
 
+void allocate_and_dispatch_n(const Primitive& p, std::span<const Tensor> in, Attrs attrs,
+                             std::initializer_list<OutputSpec> specs, Tensor* out) {
+  const Device device = output_device(in);
+  size_t k = 0;
+  for (const OutputSpec& s : specs) out[k++] = Tensor::empty(s.shape, s.dtype, device);
+  dispatch({p, in, out[0], attrs, std::span<const Tensor>(out, k)});
+}
+
 void check_operands(bool ok, const char* op, std::span<const Tensor> in, const char* what) {
   if (ok) return;
   std::string shapes;
@@ -83,19 +91,6 @@ Shape with_matrix(const Shape& s, int64_t r, int64_t c) {
   out[out.size() - 2] = r;
   out[out.size() - 1] = c;
   return out;
-}
-
-Tensor unpack(const Tensor& packed, int64_t start, int64_t rows, int64_t cols) {
-  Shape s = leading(packed.shape(), 1);
-  s.push_back(rows);
-  s.push_back(cols);
-  return reshape(slice(packed, -1, start, start + rows * cols), s);
-}
-
-Tensor flat(const Tensor& x) {
-  Shape s = leading(x.shape(), 2);
-  s.push_back(x.shape()[x.ndim() - 2] * x.shape()[x.ndim() - 1]);
-  return reshape(x, s);
 }
 
 Tensor mT(const Tensor& x) { return transpose(x, -2, -1); }

@@ -2,6 +2,7 @@
 // tail, and the masks and transposes the derivative rules are written with.
 #pragma once
 #include <cstdint>
+#include <initializer_list>
 #include <span>
 
 #include "fluxion/core/tensor.hpp"
@@ -23,6 +24,13 @@ void broadcast_batch(Tensor& a, Tensor& b, const char* op, bool& vector);
 // whole forward).
 Tensor allocate_and_dispatch(const Primitive& p, std::span<const Tensor> in, Attrs attrs,
                              const Shape& shape, DType dtype);
+// The same for a primitive with several outputs: out[k] gets shape and dtype specs[k].
+struct OutputSpec {
+  Shape shape;
+  DType dtype;
+};
+void allocate_and_dispatch_n(const Primitive& p, std::span<const Tensor> in, Attrs attrs,
+                             std::initializer_list<OutputSpec> specs, Tensor* out);
 // Whether a is an f32/f64/c64/c128 tensor of (square, if `square`) matrices: check_matrix
 // without the message, for the shape rules.
 bool is_matrix(const Tensor& a, bool square);
@@ -34,12 +42,6 @@ void check_operands(bool ok, const char* op, std::span<const Tensor> in, const c
 Shape leading(const Shape& s, int drop);
 // The shape of x with its last two axes replaced by (r, c).
 Shape with_matrix(const Shape& s, int64_t r, int64_t c);
-
-// Primitives with several results (qr, eigh, svd) return them packed on the last axis (layouts
-// in ops/linalg_attrs.hpp): unpack views the (rows, cols) matrices stored at
-// [start, start + rows cols) of it, and flat is the inverse, (..., r, c) -> (..., r c).
-Tensor unpack(const Tensor& packed, int64_t start, int64_t rows, int64_t cols);
-Tensor flat(const Tensor& x);
 
 Tensor mT(const Tensor& x);  // transpose of the last two axes
 // The conjugate transpose x^H: the adjoint, which the real rules' transposes become on complex

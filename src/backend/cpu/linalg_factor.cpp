@@ -1,6 +1,6 @@
 // CPU kernels of the fx::linalg factorisations: linalg_cholesky (potrf), linalg_qr (geqrf +
-// orgqr), linalg_eigh (syevd) and linalg_svd (gesdd). qr, eigh and svd write their results packed
-// into one output, at the offsets of their layouts (src/ops/linalg_attrs.hpp). A matrix that is
+// orgqr), linalg_eigh (syevd) and linalg_svd (gesdd); qr, eigh and svd write each result into its
+// own output (c.outputs, shapes in src/ops/linalg_attrs.hpp). A matrix that is
 // not positive definite, or a decomposition that does not converge, is an fx::Error naming the
 // public function and the shape.
 #include <algorithm>
@@ -17,9 +17,9 @@
 namespace fx::backend::cpu {
 namespace {
 
-using linalg::detail::EighLayout;
-using linalg::detail::QrLayout;
-using linalg::detail::SvdLayout;
+using linalg::detail::EighShape;
+using linalg::detail::QrShape;
+using linalg::detail::SvdShape;
 
 // l (..., n, n), lower triangular, with l l^H = (a + a^H) / 2: the symmetric part is formed in
 // the output's lower triangle, potrf factors it in place, the upper triangle is zeroed.
@@ -43,16 +43,15 @@ bool cholesky(const KernelCall& c) {
   return floating_or_complex(c.out.dtype(), run);
 }
 
-// Reduced QR: Q (m, k) and R (k, n) of each matrix, packed (QrLayout).
+// Reduced QR: Q (m, k) and R (k, n) of each matrix.
 bool qr(const KernelCall& c) {
   const Tensor& a = c.in[0];
-  const QrLayout& L = c.attrs.get<QrLayout>();
+  const QrShape& L = c.attrs.get<QrShape>();
   auto run = [&]<class T>() {
     const int64_t m = L.m, n = L.n, k = L.k();
     std::vector<T> x(static_cast<size_t>(m * n)), tau(static_cast<size_t>(k));
-    T* out = c.out.data<T>();
     for (int64_t b = 0, count = matrix_count(a); b < count; ++b) {
-      T *q = out + b * L.size() + L.q_at(), *r = out + b * L.size() + L.r_at();
+      T *q = c.outputs[0].data<T>() + b * m * k, *r = c.outputs[1].data<T>() + b * k * n;
       gather_matrix(a, b, x.data());
       lapack::I info = lapack::geqrf(m, n, x.data(), tau.data());
       FX_CHECK(info == 0, "fx::linalg::qr: LAPACK geqrf rejected argument ", -info);
@@ -64,53 +63,46 @@ bool qr(const KernelCall& c) {
         for (int64_t j = 0; j < k; ++j) q[i * k + j] = x[size_t(i * n + j)];
     }
   };
-  return floating_or_complex(c.out.dtype(), run);
+  return floating_or_complex(c.outputs[0].dtype(), run);
 }
 
-// Ascending eigenvalues w (n) and eigenvectors V (n, n) of (a + a^H) / 2, packed (EighLayout).
+// Ascending eigenvalues w (n, real) and eigenvectors V (n, n) of (a + a^H) / 2.
 bool eigh(const KernelCall& c) {
   const Tensor& a = c.in[0];
-  const EighLayout& L = c.attrs.get<EighLayout>();
+  const int64_t n = c.attrs.get<EighShape>().n;
   auto run = [&]<class T>() {
-    const int64_t n = L.n;
-    std::vector<lapack::Real<T>> w(static_cast<size_t>(n));
-    T* out = c.out.data<T>();
     for (int64_t b = 0, count = matrix_count(a); b < count; ++b) {
-      T* v = out + b * L.size() + L.v_at();  // syevd overwrites the matrix with V
+      T* v = c.outputs[1].data<T>() + b * n * n;  // syevd overwrites the matrix with V
       gather_matrix(a, b, v);
       symmetrize_lower(v, n);
-      const lapack::I info = lapack::syevd(n, v, w.data());
+      const lapack::I info = lapack::syevd(n, v, c.outputs[0].data<lapack::Real<T>>() + b * n);
       FX_CHECK(info <= 0, "fx::linalg::eigh: ", a.shape(), ": matrix ", b, " did not converge");
       FX_CHECK(info == 0, "fx::linalg::eigh: LAPACK syevd rejected argument ", -info);
-      std::copy(w.begin(), w.end(), out + b * L.size() + L.w_at());
     }
   };
-  return floating_or_complex(c.out.dtype(), run);
+  return floating_or_complex(c.outputs[1].dtype(), run);
 }
 
-// Reduced SVD: U (m, k), descending s (k) and V (n, k) = (V^H)^H of each matrix, packed
-// (SvdLayout).
+// Reduced SVD: U (m, k), descending s (k, real) and V (n, k) = (V^H)^H of each matrix.
 bool svd(const KernelCall& c) {
   const Tensor& a = c.in[0];
-  const SvdLayout& L = c.attrs.get<SvdLayout>();
+  const SvdShape& L = c.attrs.get<SvdShape>();
   auto run = [&]<class T>() {
     const int64_t m = L.m, n = L.n, k = L.k();
     if (k == 0) return;
     std::vector<T> x(static_cast<size_t>(m * n)), vt(static_cast<size_t>(k * n));
-    std::vector<lapack::Real<T>> sv(static_cast<size_t>(k));
-    T* out = c.out.data<T>();
     for (int64_t b = 0, count = matrix_count(a); b < count; ++b) {
-      T *u = out + b * L.size() + L.u_at(), *v = out + b * L.size() + L.v_at();
+      T *u = c.outputs[0].data<T>() + b * m * k, *v = c.outputs[2].data<T>() + b * n * k;
+      lapack::Real<T>* s = c.outputs[1].data<lapack::Real<T>>() + b * k;
       gather_matrix(a, b, x.data());
-      const lapack::I info = lapack::gesdd(m, n, x.data(), sv.data(), u, vt.data());
+      const lapack::I info = lapack::gesdd(m, n, x.data(), s, u, vt.data());
       FX_CHECK(info <= 0, "fx::linalg::svd: ", a.shape(), ": matrix ", b, " did not converge");
       FX_CHECK(info == 0, "fx::linalg::svd: LAPACK gesdd rejected argument ", -info);
-      std::copy(sv.begin(), sv.end(), out + b * L.size() + L.s_at());
       for (int64_t i = 0; i < n; ++i)
         for (int64_t j = 0; j < k; ++j) v[i * k + j] = conj_of(vt[size_t(j * n + i)]);
     }
   };
-  return floating_or_complex(c.out.dtype(), run);
+  return floating_or_complex(c.outputs[0].dtype(), run);
 }
 
 }  // namespace
