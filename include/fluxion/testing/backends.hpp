@@ -43,6 +43,7 @@ struct SpyState {
   std::vector<Primitive*> prims;
   std::vector<std::array<std::array<KernelFn, kMaxBackends>, kNumDevices>> kernels;
   std::vector<ForwardFn> forwards;
+  std::vector<ForwardNFn> forwards_n;  // primitives with several outputs
   std::vector<std::array<int64_t, kMaxBackends>> kernel_calls;
   std::vector<int64_t> forward_calls;
 
@@ -75,6 +76,14 @@ inline Tensor forward_trampoline(const Primitive& p, std::span<const Tensor> in,
   return s.forwards[size_t(i)](p, in, attrs);
 }
 
+inline void forward_n_trampoline(const Primitive& p, std::span<const Tensor> in, Attrs attrs,
+                                 Tensor* out) {
+  SpyState& s = spy();
+  int i = s.index(p);
+  ++s.forward_calls[size_t(i)];
+  s.forwards_n[size_t(i)](p, in, attrs, out);
+}
+
 template <size_t... R>
 constexpr std::array<KernelFn, kMaxBackends> trampolines(std::index_sequence<R...>) {
   return {&kernel_trampoline<int(R)>...};
@@ -95,13 +104,16 @@ class BackendScope {
     s.prims.assign(all.begin(), all.end());
     s.kernels.assign(all.size(), {});
     s.forwards.assign(all.size(), nullptr);
+    s.forwards_n.assign(all.size(), nullptr);
     s.kernel_calls.assign(all.size(), {});
     s.forward_calls.assign(all.size(), 0);
     constexpr auto tramp = detail::trampolines(std::make_index_sequence<kMaxBackends>{});
     for (size_t i = 0; i < all.size(); ++i) {
       Primitive& p = *all[i];
       s.forwards[i] = p.forward;
-      p.forward = &detail::forward_trampoline;
+      s.forwards_n[i] = p.forward_n;
+      if (p.forward) p.forward = &detail::forward_trampoline;
+      if (p.forward_n) p.forward_n = &detail::forward_n_trampoline;
       for (int d = 0; d < kNumDevices; ++d) {
         int last = -1;
         for (int r = 0; r < kMaxBackends; ++r) {
@@ -121,6 +133,7 @@ class BackendScope {
     for (size_t i = 0; i < s.prims.size(); ++i) {
       Primitive& p = *s.prims[i];
       p.forward = s.forwards[i];
+      p.forward_n = s.forwards_n[i];
       for (int d = 0; d < kNumDevices; ++d)
         for (int r = 0; r < kMaxBackends; ++r) p.kernels[d][r] = s.kernels[i][size_t(d)][size_t(r)];
     }
