@@ -14,6 +14,7 @@
 #include <hwy/highway.h>
 #include <hwy/contrib/math/math-inl.h>
 
+#include "backend/cpu/onednn_eltwise.hpp"
 #include "backend/cpu/thresholds.hpp"
 #include "backend/cpu/vector_math.hpp"
 #include "fluxion/ad/tape.hpp"
@@ -221,11 +222,21 @@ void for_blocks(int64_t n, F f) {
   for (int64_t b = 0; b < blocks; ++b) f(b * kBlock, std::min(kBlock, n - b * kBlock));
 }
 
+// f32 goes to oneDNN's eltwise gelu first (backend/cpu/onednn_eltwise.hpp): built for the
+// machine's widest vectors, where these loops are built for AVX2.
+template <class T>
+bool gelu_onednn(const T* x, const T* dy, T* out, int64_t n, GeluForm form) {
+  if constexpr (std::is_same_v<T, float>)
+    return backend::cpu::onednn_gelu(x, dy, out, n, form == GeluForm::erf);
+  return false;
+}
+
 template <class T>
 Tensor gelu_forward_t(const Tensor& x, GeluForm form) {
   Tensor xc = contiguous(x), y = empty(x.shape(), x.dtype());
   const T* px = xc.data<T>();
   T* py = y.data<T>();
+  if (gelu_onednn<T>(px, nullptr, py, x.numel(), form)) return y;
   for_blocks(x.numel(), [&](int64_t i, int64_t n) { gelu_forward_block(px + i, py + i, n, form); });
   return y;
 }
@@ -235,6 +246,7 @@ Tensor gelu_backward_t(const Tensor& x, const Tensor& dy, GeluForm form) {
   Tensor xc = contiguous(x), dyc = contiguous(dy), dx = empty(x.shape(), x.dtype());
   const T *px = xc.data<T>(), *pd = dyc.data<T>();
   T* out = dx.data<T>();
+  if (gelu_onednn<T>(px, pd, out, x.numel(), form)) return dx;
   for_blocks(x.numel(),
              [&](int64_t i, int64_t n) { gelu_backward_block(px + i, pd + i, out + i, n, form); });
   return dx;

@@ -52,12 +52,21 @@ void row_dy_sums(const T* x, const T* dy, T mu, int64_t s, double& sdy, double& 
   sdy = a, sdyx = b;
 }
 
+// Groups (group and instance normalisation) and channels (batch normalisation) are independent,
+// so the OpenMP team splits them: on one thread these kernels left the second core idle (GroupNorm
+// at 1.4x libtorch on 2 threads, bench/layer_table's layer_t2_group_norm_ratio; BatchNorm in a
+// 2-thread CNN training step, bench/train_cnn). Inside a parallel region (a data-parallel share)
+// the pragma's nested team is the calling thread alone. Below this many values the team's start
+// costs more than it saves (the CPU backend's kParallelMin; not measured here).
+constexpr int64_t kNormParallelMin = int64_t(1) << 15;
+
 // x: (n, c, s) contiguous, groups of cg = c / g channels. Rows accumulate in lanes of T and rows
 // meet in double, so f32 statistics of large groups keep their precision.
 template <class T>
 void forward_kernel(const T* x, const T* scale, const T* bias, T* y, T* mean_out, T* rstd_out,
                     int64_t n, int64_t c, int64_t s, int64_t g, double eps) {
   const int64_t cg = c / g, m = cg * s;
+#pragma omp parallel for schedule(static) if (n * c * s >= kNormParallelMin && n * g > 1)
   for (int64_t ng = 0; ng < n * g; ++ng) {
     const T* xg = x + ng * m;
     double sum = 0;
@@ -83,12 +92,16 @@ void forward_kernel(const T* x, const T* scale, const T* bias, T* y, T* mean_out
 }
 
 // dx = rstd (dyw - mean(dyw) - xhat mean(dyw xhat)) with dyw = dy * scale[c] over each group;
-// dscale[c] = sum over (n, s) of dy xhat; dbias[c] = sum of dy.
+// dscale[c] = sum over (n, s) of dy xhat; dbias[c] = sum of dy. The groups run in parallel, each
+// writing its channels' terms of dscale and dbias for its sample; the sums over samples follow,
+// in sample order, so the result does not depend on the thread count.
 template <class T>
 void backward_kernel(const T* x, const T* scale, const T* mean, const T* rstd, const T* dy, T* dx,
                      T* dscale, T* dbias, int64_t n, int64_t c, int64_t s, int64_t g) {
   const int64_t cg = c / g, m = cg * s;
-  std::vector<double> ds(static_cast<size_t>(c), 0), db(static_cast<size_t>(c), 0);
+  // (n, c): sample i's terms of channel k's sums.
+  std::vector<double> ds(static_cast<size_t>(n * c)), db(static_cast<size_t>(n * c));
+#pragma omp parallel for schedule(static) if (n * c * s >= kNormParallelMin && n * g > 1)
   for (int64_t ng = 0; ng < n * g; ++ng) {
     const T* xg = x + ng * m;
     const T* dyg = dy + ng * m;
@@ -99,8 +112,9 @@ void backward_kernel(const T* x, const T* scale, const T* mean, const T* rstd, c
       const double w = scale ? static_cast<double>(scale[c0 + k]) : 1.0;
       double sdy = 0, sdyx = 0;  // this channel's sums of dy and dy * (x - mu)
       row_dy_sums(xg + k * s, dyg + k * s, static_cast<T>(mu), s, sdy, sdyx);
-      ds[c0 + k] += sdyx * r;
-      db[c0 + k] += sdy;
+      const size_t at = static_cast<size_t>(ng / g * c + c0 + k);
+      ds[at] = sdyx * r;
+      db[at] = sdy;
       sum_dyw += w * sdy;
       sum_dyw_xhat += w * sdyx * r;
     }
@@ -119,23 +133,19 @@ void backward_kernel(const T* x, const T* scale, const T* mean, const T* rstd, c
     }
   }
   if (dscale)
-    for (int64_t k = 0; k < c; ++k)
-      dscale[k] = static_cast<T>(ds[k]), dbias[k] = static_cast<T>(db[k]);
+    for (int64_t k = 0; k < c; ++k) {
+      double a = 0, b = 0;
+      for (int64_t i = 0; i < n; ++i) a += ds[size_t(i * c + k)], b += db[size_t(i * c + k)];
+      dscale[k] = static_cast<T>(a), dbias[k] = static_cast<T>(b);
+    }
 }
-
-// Batch normalisation: channel ch's rows are x[n, ch, :] for every n (stride c * s). Channels
-// are independent, so the OpenMP team splits them (on one thread, BatchNorm left the second
-// core idle in a 2-thread CNN training step, bench/train_cnn); inside a parallel region (a
-// data-parallel share) the pragma's nested team is the calling thread alone. Below this many values the
-// team's start costs more than it saves (the CPU backend's kParallelMin; not measured here).
-constexpr int64_t kBatchNormParallelMin = int64_t(1) << 15;
 
 // Batch normalisation: channel ch's rows are x[n, ch, :] for every n (stride c * s).
 template <class T>
 void bn_forward_kernel(const T* x, const T* scale, const T* bias, T* y, T* mean_out, T* rstd_out,
                        T* var_out, int64_t n, int64_t c, int64_t s, double eps) {
   const double m = static_cast<double>(n * s);
-#pragma omp parallel for schedule(static) if (n * c * s >= kBatchNormParallelMin && c > 1)
+#pragma omp parallel for schedule(static) if (n * c * s >= kNormParallelMin && c > 1)
   for (int64_t ch = 0; ch < c; ++ch) {
     double sum = 0;
     for (int64_t i = 0; i < n; ++i) sum += row_sum(x + (i * c + ch) * s, s);
@@ -161,7 +171,7 @@ template <class T>
 void bn_backward_kernel(const T* x, const T* scale, const T* mean, const T* rstd, const T* dy,
                         T* dx, T* dscale, T* dbias, int64_t n, int64_t c, int64_t s) {
   const double inv_m = 1 / static_cast<double>(n * s);
-#pragma omp parallel for schedule(static) if (n * c * s >= kBatchNormParallelMin && c > 1)
+#pragma omp parallel for schedule(static) if (n * c * s >= kNormParallelMin && c > 1)
   for (int64_t ch = 0; ch < c; ++ch) {
     const double mu = mean[ch], r = rstd[ch];
     const double w = scale ? static_cast<double>(scale[ch]) : 1.0;
