@@ -86,9 +86,12 @@ void sum_fixed_rows(const T* p, int64_t rows, T* out) {
 // latency (4 cycles each); sixteen overlap and vectorise. A conv layer's bias gradient sums rows
 // of H x W = 784 values: 2048 such rows took 1.3 ms in one chain, a fifth of a depthwise conv
 // layer's whole training step (bench/layer_table).
+// Rows of at least kBlockSumMin values (see the caller).
+constexpr int kBlockSumLanes = 16;
+constexpr int64_t kBlockSumMin = 2 * kBlockSumLanes;
 template <bool Square, class Acc, class T>
 Acc block_sum(const T* p, int64_t n) {
-  constexpr int L = 16;
+  constexpr int L = kBlockSumLanes;
   Acc part[L] = {};
   int64_t j = 0;
   for (; j + L <= n; j += L)
@@ -147,17 +150,22 @@ bool sum(const KernelCall& c) {
           sum_fixed_rows<decltype(w)::value, Square>(xp + o0 * red, o1 - o0, op + o0);
         });
       });
+    } else if (inner == 1 && red >= kBlockSumMin && !is_complex_v<T>) {
+      // Long contiguous blocks: partial sums (block_sum). Shorter ones (an f32 sum over a short
+      // axis: upsampling's pullback sums pairs) keep the one chain below: there, setting up and
+      // combining partial sums cost more than they save (upsample_nearest2d went from 0.73 to 5x
+      // libtorch in bench/layer_table).
+      split_range(outer, threads, [&](int64_t o0, int64_t o1) {
+        if constexpr (!is_complex_v<T>)
+          for (int64_t o = o0; o < o1; ++o) op[o] = T(block_sum<Square, Acc>(xp + o * red, red));
+      });
     } else if (inner == 1) {  // out[o] = sum of a contiguous block
       split_range(outer, threads, [&](int64_t o0, int64_t o1) {
         for (int64_t o = o0; o < o1; ++o) {
+          Acc acc = 0;
           const T* p = xp + o * red;
-          if constexpr (is_complex_v<T>) {
-            Acc acc = 0;
-            for (int64_t j = 0; j < red; ++j) acc += term<Square>(Acc(p[j]));
-            op[o] = T(acc);
-          } else {
-            op[o] = T(block_sum<Square, Acc>(p, red));
-          }
+          for (int64_t j = 0; j < red; ++j) acc += term<Square>(Acc(p[j]));
+          op[o] = T(acc);
         }
       });
     } else if (inner <= kFixedRowMax) {
