@@ -262,7 +262,11 @@ Tensor gelu_backward_t(const Tensor& x, const Tensor& dy, GeluForm form) {
   Tensor xc = contiguous(x), dyc = contiguous(dy), dx = empty(x.shape(), x.dtype());
   const T *px = xc.data<T>(), *pd = dyc.data<T>();
   T* out = dx.data<T>();
-  if (gelu_onednn<T>(px, pd, out, x.numel(), form)) return dx;
+  // gelu_erf's backward stays on our loop: in bench/layer_table's full run oneDNN's took
+  // 1.1-1.4 ms against 0.43-0.87 ms for the same primitive in libtorch's step beside it
+  // (ONEDNN_VERBOSE), and the row's fluxion step 1.27-1.30 ms against 0.98-0.99 ms with ours
+  // (interleaved runs); alone in a microbenchmark it took 0.43 ms. Not understood; measured.
+  if (form == GeluForm::tanh && gelu_onednn<T>(px, pd, out, x.numel(), form)) return dx;
   for_blocks(x.numel(),
              [&](int64_t i, int64_t n) { gelu_backward_block(px + i, pd + i, out + i, n, form); });
   return dx;

@@ -1,6 +1,7 @@
 // gelu (erf and tanh forms) over a contiguous f32 buffer through oneDNN's eltwise primitives,
 // forward and backward: the kernel libtorch's CPU gelu runs (through ideep). nn/activation_kernels
-// tries it first and keeps its own Highway loops for f64 and for when oneDNN declines.
+// tries it first (except for gelu_erf's backward) and keeps its own Highway loops for f64 and for
+// when oneDNN declines.
 //
 //   if (!onednn_gelu(x, nullptr, y, n, /*erf_form=*/true)) { /* y = gelu(x) another way */ }
 //   onednn_gelu(x, dy, dx, n, true);  // dx = dy * gelu'(x)
