@@ -1,7 +1,8 @@
-// The group normalisation kernels (src/nn/norm_kernels.cpp) split their groups across the OpenMP
-// team from 32768 values: on one thread and on two they give the same bits (the backward sums each
-// channel's per-sample terms in sample order whatever the split), and both match the composed
-// form. GroupNorm's own tests use inputs below that size, which run on one thread.
+// The group and layer normalisation kernels (src/nn/norm_kernels.cpp) split their groups or rows
+// across the OpenMP team from 32768 values: on one thread and on two they give the same bits (the
+// backward sums its per-sample or per-block terms of dscale and dbias in a fixed order whatever
+// the split), and both match the composed form. The layers' own tests use inputs below that
+// size, which run on one thread.
 #include <gtest/gtest.h>
 #include <omp.h>
 
@@ -51,6 +52,41 @@ TEST(NormThreads, GroupNormGivesTheSameBitsOnOneAndTwoThreads) {
       EXPECT_TRUE(fx::allclose(two[1], gx, tol, tol));
       EXPECT_TRUE(fx::allclose(two[2], gm.scale, tol, 10 * tol));
       EXPECT_TRUE(fx::allclose(two[3], gm.bias, tol, 10 * tol));
+    }
+  }
+}
+
+TEST(NormThreads, LayerNormGivesTheSameBitsOnOneAndTwoThreads) {
+  for (auto dtype : {fx::f32, fx::f64}) {
+    for (bool affine : {true, false}) {
+      SCOPED_TRACE(std::string(fx::dtype_name(dtype)) + (affine ? " affine" : " plain"));
+      fx::Generator gen(12);
+      auto ln = fx::nn::LayerNorm(96, fx::identity, affine, 1e-5, dtype);
+      if (affine) ln.scale = fx::randn({96}, gen, dtype), ln.bias = fx::randn({96}, gen, dtype);
+      auto x = fx::randn({5, 83, 96}, gen, dtype) * 2.0 - 0.5;  // 415 rows: 7 blocks of 64
+      auto u = fx::randn(x.shape(), gen, dtype);
+      auto loss = [&](const fx::nn::LayerNorm& m, const fx::Tensor& x) {
+        return fx::sum(m(x) * u);
+      };
+      auto run = [&](int threads) {
+        Threads th(threads);
+        auto [gm, gx] = fx::gradient(loss, ln, x);
+        std::vector<fx::Tensor> out{ln(x), gx};
+        if (affine) out.push_back(gm.scale), out.push_back(gm.bias);
+        return out;
+      };
+      const auto one = run(1), two = run(2);
+      for (size_t i = 0; i < one.size(); ++i) EXPECT_TRUE(same_bits(one[i], two[i])) << i;
+      auto composed = [&](const fx::nn::LayerNorm& m, const fx::Tensor& x) {
+        return fx::sum(m.composed(x, 96) * u);
+      };
+      auto [gm, gx] = fx::gradient(composed, ln, x);
+      const double tol = dtype == fx::f64 ? 1e-10 : 1e-4;
+      EXPECT_TRUE(fx::allclose(two[1], gx, tol, tol));
+      if (affine) {
+        EXPECT_TRUE(fx::allclose(two[2], gm.scale, tol, 10 * tol));
+        EXPECT_TRUE(fx::allclose(two[3], gm.bias, tol, 10 * tol));
+      }
     }
   }
 }
