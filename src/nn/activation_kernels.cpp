@@ -14,6 +14,7 @@
 #include <hwy/highway.h>
 #include <hwy/contrib/math/math-inl.h>
 
+#include "backend/cpu/onednn_eltwise.hpp"
 #include "backend/cpu/thresholds.hpp"
 #include "backend/cpu/vector_math.hpp"
 #include "fluxion/ad/tape.hpp"
@@ -60,6 +61,22 @@ T row_max(const T* x, int64_t k, bool& nan, T& min) {
     bad |= x[i] != x[i];
   }
   nan = bad != 0;
+  return m;
+}
+
+// The maximum alone, NaN-blind (a NaN is skipped here and reaches the sum of exponentials, which
+// carries it to every output): logsoftmax's first pass. Tracking the minimum and NaN as well
+// (row_max) made this pass, and the backward's, a third of the layer's time (perf, layer_table).
+inline float row_max_only(const float* x, int64_t k) {
+  const int64_t q = k / 4;
+  float m0 = -INFINITY, m1 = -INFINITY, m2 = -INFINITY, m3 = -INFINITY;
+#pragma omp simd reduction(max : m0, m1, m2, m3)
+  for (int64_t i = 0; i < q; ++i) {
+    const float a = x[i], b = x[i + q], c = x[i + 2 * q], e = x[i + 3 * q];
+    m0 = a > m0 ? a : m0, m1 = b > m1 ? b : m1, m2 = c > m2 ? c : m2, m3 = e > m3 ? e : m3;
+  }
+  float m = std::max(std::max(m0, m1), std::max(m2, m3));
+  for (int64_t i = 4 * q; i < k; ++i) m = x[i] > m ? x[i] : m;
   return m;
 }
 
@@ -221,11 +238,21 @@ void for_blocks(int64_t n, F f) {
   for (int64_t b = 0; b < blocks; ++b) f(b * kBlock, std::min(kBlock, n - b * kBlock));
 }
 
+// f32 goes to oneDNN's eltwise gelu first (backend/cpu/onednn_eltwise.hpp): built for the
+// machine's widest vectors, where these loops are built for AVX2.
+template <class T>
+bool gelu_onednn(const T* x, const T* dy, T* out, int64_t n, GeluForm form) {
+  if constexpr (std::is_same_v<T, float>)
+    return backend::cpu::onednn_gelu(x, dy, out, n, form == GeluForm::erf);
+  return false;
+}
+
 template <class T>
 Tensor gelu_forward_t(const Tensor& x, GeluForm form) {
   Tensor xc = contiguous(x), y = empty(x.shape(), x.dtype());
   const T* px = xc.data<T>();
   T* py = y.data<T>();
+  if (gelu_onednn<T>(px, nullptr, py, x.numel(), form)) return y;
   for_blocks(x.numel(), [&](int64_t i, int64_t n) { gelu_forward_block(px + i, py + i, n, form); });
   return y;
 }
@@ -235,6 +262,11 @@ Tensor gelu_backward_t(const Tensor& x, const Tensor& dy, GeluForm form) {
   Tensor xc = contiguous(x), dyc = contiguous(dy), dx = empty(x.shape(), x.dtype());
   const T *px = xc.data<T>(), *pd = dyc.data<T>();
   T* out = dx.data<T>();
+  // gelu_erf's backward stays on our loop: in bench/layer_table's full run oneDNN's took
+  // 1.1-1.4 ms against 0.43-0.87 ms for the same primitive in libtorch's step beside it
+  // (ONEDNN_VERBOSE), and the row's fluxion step 1.27-1.30 ms against 0.98-0.99 ms with ours
+  // (interleaved runs); alone in a microbenchmark it took 0.43 ms. Not understood; measured.
+  if (form == GeluForm::tanh && gelu_onednn<T>(px, pd, out, x.numel(), form)) return dx;
   for_blocks(x.numel(),
              [&](int64_t i, int64_t n) { gelu_backward_block(px + i, pd + i, out + i, n, form); });
   return dx;
@@ -249,11 +281,40 @@ void for_rows(int64_t rows, int64_t k, F f) {
   for (int64_t r = 0; r < rows; ++r) f(r);
 }
 
+// exp(z) for z in [-87, 0] or NaN: the only values softmax's exponentials take (x - max, and
+// log-probabilities, clamped at -87 where exp is 0 in f32 anyway). Highway's Exp serves every
+// float: a rounding trick, a scaling in two steps (for results near overflow or subnormal) and a
+// range select, about 25 operations a vector. Here 2^n is a normal number (n >= -126), so one
+// scaling is exact: about 14 operations, with Highway's range reduction and polynomial (the same
+// accuracy, about 1 ulp). logsoftmax's forward and backward are two passes of it; with
+// Highway's Exp the layer_table row was 0.97-1.06 (libtorch: Sleef's AVX2 exp).
+template <class D, class V>
+HWY_INLINE V exp_nonpositive(D d, V z) {
+  const hn::Rebind<int32_t, D> di;
+  const auto n = hn::Round(hn::Mul(z, hn::Set(d, 1.442695040888963407f)));
+  auto r = hn::MulAdd(n, hn::Set(d, -0.693145751953125f), z);  // z - n ln 2, in two parts
+  r = hn::MulAdd(n, hn::Set(d, -1.428606765330187045e-6f), r);
+  auto p = hn::MulAdd(hn::Set(d, 0.000198527617612853646278381f), r,
+                      hn::Set(d, 0.00139304355252534151077271f));
+  p = hn::MulAdd(p, r, hn::Set(d, 0.00833336077630519866943359f));
+  p = hn::MulAdd(p, r, hn::Set(d, 0.0416664853692054748535156f));
+  p = hn::MulAdd(p, r, hn::Set(d, 0.166666671633720397949219f));
+  p = hn::MulAdd(p, r, hn::Set(d, 0.5f));
+  const auto e = hn::Add(hn::MulAdd(p, hn::Mul(r, r), r), hn::Set(d, 1.0f));  // exp(r)
+  const auto two_n =
+      hn::BitCast(d, hn::ShiftLeft<23>(hn::Add(hn::ConvertTo(di, n), hn::Set(di, 127))));
+  return hn::Mul(e, two_n);
+}
+
+// How exp_sum_f32 treats x - m below exp's range (about -87 in f32, where exp is 0): in_range,
+// none is (set from the row's minimum), so no select; guard, such lanes give exactly 0; clamp,
+// they give exp(-87) = 1.6e-38, which no sum of terms of which one is 1 can see (logsoftmax,
+// which stores no exponential).
+enum class Range { in_range, guard, clamp };
+
 // sum of exp(x - m) over a row, storing the exponentials in y unless y is null, in one pass of
-// vectors; x - m <= 0 (m is the row's finite maximum), and exp is 0 in f32 below about -87.
-// Guard: some x - m may fall below exp's range (set from the row's minimum); without, every
-// lane is in range and the range select is skipped.
-template <bool Guard>
+// vectors; x - m <= 0 (m is the row's finite maximum).
+template <Range R>
 float exp_sum_f32(const float* x, float m, float* y, int64_t k) {
   const hn::ScalableTag<float> d;
   const int64_t lanes = int64_t(hn::Lanes(d));
@@ -262,8 +323,10 @@ float exp_sum_f32(const float* x, float m, float* y, int64_t k) {
   int64_t i = 0;
   auto one = [&](int64_t j) {
     const auto z = hn::Sub(hn::LoadU(d, x + j), vm);
-    const auto e =
-        Guard ? hn::IfThenZeroElse(hn::Lt(z, lo), hn::Exp(d, hn::Max(lo, z))) : hn::Exp(d, z);
+    // Max(lo, z) is maxps(lo, z), which returns z when z is NaN: NaN stays NaN.
+    const auto e = R == Range::guard
+                       ? hn::IfThenZeroElse(hn::Lt(z, lo), exp_nonpositive(d, hn::Max(lo, z)))
+                       : exp_nonpositive(d, R == Range::clamp ? hn::Max(lo, z) : z);
     if (y) hn::StoreU(e, d, y + j);
     return e;
   };
@@ -283,6 +346,19 @@ float exp_sum_f32(const float* x, float m, float* y, int64_t k) {
 
 template <class T>
 void softmax_row(const T* x, T* y, int64_t k, bool log) {
+  if constexpr (std::is_same_v<T, float>) {
+    if (log) {
+      // Two passes over x and one to write y, as libtorch's. A NaN in x makes the sum NaN, so
+      // every output NaN, as the composed form gives; an infinite maximum takes the general
+      // path below.
+      const float m = row_max_only(x, k);
+      if (std::isfinite(m)) {
+        const float lse = m + std::log(exp_sum_f32<Range::clamp>(x, m, nullptr, k));
+        for (int64_t j = 0; j < k; ++j) y[j] = x[j] - lse;
+        return;
+      }
+    }
+  }
   bool nan = false;
   T mn;
   const T m = row_max(x, k, nan, mn);
@@ -290,8 +366,8 @@ void softmax_row(const T* x, T* y, int64_t k, bool log) {
     // The fused pass needs a finite maximum and no NaN; anything else takes the general path
     // below, which propagates them as the composed form does.
     if (std::isfinite(m) && !nan) {
-      const float s = mn - m >= -80.0f ? exp_sum_f32<false>(x, m, log ? nullptr : y, k)
-                                       : exp_sum_f32<true>(x, m, log ? nullptr : y, k);
+      const float s = mn - m >= -80.0f ? exp_sum_f32<Range::in_range>(x, m, log ? nullptr : y, k)
+                                       : exp_sum_f32<Range::guard>(x, m, log ? nullptr : y, k);
       if (log) {
         const float lse = m + std::log(s);
         for (int64_t j = 0; j < k; ++j) y[j] = x[j] - lse;
@@ -328,36 +404,11 @@ void logsoftmax_backward_f32(const float* y, const float* dy, float* dx, float s
   int64_t i = 0;
   for (; i + lanes <= k; i += lanes) {
     const auto v = hn::LoadU(d, y + i);
-    const auto e =
-        Guard ? hn::IfThenZeroElse(hn::Lt(v, lo), hn::Exp(d, hn::Max(lo, v))) : hn::Exp(d, v);
+    const auto e = Guard ? hn::IfThenZeroElse(hn::Lt(v, lo), exp_nonpositive(d, hn::Max(lo, v)))
+                         : exp_nonpositive(d, v);
     hn::StoreU(hn::NegMulAdd(e, vs, hn::LoadU(d, dy + i)), d, dx + i);
   }
   for (; i < k; ++i) dx[i] = dy[i] - std::exp(y[i]) * s;
-}
-
-// sum(dy) and min(y) in one pass of four chains each (min NaN-blind: NaN takes the guarded path
-// through the comparison below failing).
-void sum_and_min(const float* dy, const float* y, int64_t k, float& sum, float& min) {
-  const int64_t q = k / 4;
-  float s0 = 0, s1 = 0, s2 = 0, s3 = 0;
-  float n0 = INFINITY, n1 = INFINITY, n2 = INFINITY, n3 = INFINITY;
-  int bad = 0;
-#pragma omp simd reduction(+ : s0, s1, s2, s3) reduction(min : n0, n1, n2, n3) reduction(| : bad)
-  for (int64_t i = 0; i < q; ++i) {
-    s0 += dy[i], s1 += dy[i + q], s2 += dy[i + 2 * q], s3 += dy[i + 3 * q];
-    const float a = y[i], b = y[i + q], c = y[i + 2 * q], e = y[i + 3 * q];
-    n0 = a < n0 ? a : n0, n1 = b < n1 ? b : n1, n2 = c < n2 ? c : n2, n3 = e < n3 ? e : n3;
-    bad |= (a != a) | (b != b) | (c != c) | (e != e);
-  }
-  double t = double(s0) + s1 + s2 + s3;
-  float mn = std::min(std::min(n0, n1), std::min(n2, n3));
-  for (int64_t i = 4 * q; i < k; ++i) {
-    t += dy[i];
-    mn = y[i] < mn ? y[i] : mn;
-    bad |= y[i] != y[i];
-  }
-  sum = float(t);
-  min = bad ? NAN : mn;
 }
 
 // softmax: dx = y (dy - <dy, y>); logsoftmax: dx = dy - exp(y) sum(dy).
@@ -365,10 +416,8 @@ template <class T>
 void softmax_backward_row(const T* y, const T* dy, T* dx, int64_t k, bool log) {
   if (log) {
     if constexpr (std::is_same_v<T, float>) {
-      float s, mn;
-      sum_and_min(dy, y, k, s, mn);
-      if (mn >= -80.0f) return logsoftmax_backward_f32<false>(y, dy, dx, s, k);
-      return logsoftmax_backward_f32<true>(y, dy, dx, s, k);
+      // Always guarded: a pass for y's minimum, to skip the guard, cost more than the guard.
+      return logsoftmax_backward_f32<true>(y, dy, dx, float(row_sum(dy, k)), k);
     }
     const T s = T(row_sum(dy, k));
     vector_map(VecFn::exp, y, dx, k);

@@ -3,6 +3,7 @@
 // passes for the statistics and one for the output, and a backward that reads x, dy and the saved
 // statistics twice. oneDNN 2.6 has no group normalisation, so these are our own loops; batch
 // normalisation shares their row reductions.
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <tuple>
@@ -52,12 +53,21 @@ void row_dy_sums(const T* x, const T* dy, T mu, int64_t s, double& sdy, double& 
   sdy = a, sdyx = b;
 }
 
+// Groups (group and instance normalisation) and channels (batch normalisation) are independent,
+// so the OpenMP team splits them: on one thread these kernels left the second core idle (GroupNorm
+// at 1.4x libtorch on 2 threads, bench/layer_table's layer_t2_group_norm_ratio; BatchNorm in a
+// 2-thread CNN training step, bench/train_cnn). Inside a parallel region (a data-parallel share)
+// the pragma's nested team is the calling thread alone. Below this many values the team's start
+// costs more than it saves (the CPU backend's kParallelMin; not measured here).
+constexpr int64_t kNormParallelMin = int64_t(1) << 15;
+
 // x: (n, c, s) contiguous, groups of cg = c / g channels. Rows accumulate in lanes of T and rows
 // meet in double, so f32 statistics of large groups keep their precision.
 template <class T>
 void forward_kernel(const T* x, const T* scale, const T* bias, T* y, T* mean_out, T* rstd_out,
                     int64_t n, int64_t c, int64_t s, int64_t g, double eps) {
   const int64_t cg = c / g, m = cg * s;
+#pragma omp parallel for schedule(static) if (n * c * s >= kNormParallelMin && n * g > 1)
   for (int64_t ng = 0; ng < n * g; ++ng) {
     const T* xg = x + ng * m;
     double sum = 0;
@@ -83,12 +93,16 @@ void forward_kernel(const T* x, const T* scale, const T* bias, T* y, T* mean_out
 }
 
 // dx = rstd (dyw - mean(dyw) - xhat mean(dyw xhat)) with dyw = dy * scale[c] over each group;
-// dscale[c] = sum over (n, s) of dy xhat; dbias[c] = sum of dy.
+// dscale[c] = sum over (n, s) of dy xhat; dbias[c] = sum of dy. The groups run in parallel, each
+// writing its channels' terms of dscale and dbias for its sample; the sums over samples follow,
+// in sample order, so the result does not depend on the thread count.
 template <class T>
 void backward_kernel(const T* x, const T* scale, const T* mean, const T* rstd, const T* dy, T* dx,
                      T* dscale, T* dbias, int64_t n, int64_t c, int64_t s, int64_t g) {
   const int64_t cg = c / g, m = cg * s;
-  std::vector<double> ds(static_cast<size_t>(c), 0), db(static_cast<size_t>(c), 0);
+  // (n, c): sample i's terms of channel k's sums.
+  std::vector<double> ds(static_cast<size_t>(n * c)), db(static_cast<size_t>(n * c));
+#pragma omp parallel for schedule(static) if (n * c * s >= kNormParallelMin && n * g > 1)
   for (int64_t ng = 0; ng < n * g; ++ng) {
     const T* xg = x + ng * m;
     const T* dyg = dy + ng * m;
@@ -99,8 +113,9 @@ void backward_kernel(const T* x, const T* scale, const T* mean, const T* rstd, c
       const double w = scale ? static_cast<double>(scale[c0 + k]) : 1.0;
       double sdy = 0, sdyx = 0;  // this channel's sums of dy and dy * (x - mu)
       row_dy_sums(xg + k * s, dyg + k * s, static_cast<T>(mu), s, sdy, sdyx);
-      ds[c0 + k] += sdyx * r;
-      db[c0 + k] += sdy;
+      const size_t at = static_cast<size_t>(ng / g * c + c0 + k);
+      ds[at] = sdyx * r;
+      db[at] = sdy;
       sum_dyw += w * sdy;
       sum_dyw_xhat += w * sdyx * r;
     }
@@ -119,23 +134,19 @@ void backward_kernel(const T* x, const T* scale, const T* mean, const T* rstd, c
     }
   }
   if (dscale)
-    for (int64_t k = 0; k < c; ++k)
-      dscale[k] = static_cast<T>(ds[k]), dbias[k] = static_cast<T>(db[k]);
+    for (int64_t k = 0; k < c; ++k) {
+      double a = 0, b = 0;
+      for (int64_t i = 0; i < n; ++i) a += ds[size_t(i * c + k)], b += db[size_t(i * c + k)];
+      dscale[k] = static_cast<T>(a), dbias[k] = static_cast<T>(b);
+    }
 }
-
-// Batch normalisation: channel ch's rows are x[n, ch, :] for every n (stride c * s). Channels
-// are independent, so the OpenMP team splits them (on one thread, BatchNorm left the second
-// core idle in a 2-thread CNN training step, bench/train_cnn); inside a parallel region (a
-// data-parallel share) the pragma's nested team is the calling thread alone. Below this many values the
-// team's start costs more than it saves (the CPU backend's kParallelMin; not measured here).
-constexpr int64_t kBatchNormParallelMin = int64_t(1) << 15;
 
 // Batch normalisation: channel ch's rows are x[n, ch, :] for every n (stride c * s).
 template <class T>
 void bn_forward_kernel(const T* x, const T* scale, const T* bias, T* y, T* mean_out, T* rstd_out,
                        T* var_out, int64_t n, int64_t c, int64_t s, double eps) {
   const double m = static_cast<double>(n * s);
-#pragma omp parallel for schedule(static) if (n * c * s >= kBatchNormParallelMin && c > 1)
+#pragma omp parallel for schedule(static) if (n * c * s >= kNormParallelMin && c > 1)
   for (int64_t ch = 0; ch < c; ++ch) {
     double sum = 0;
     for (int64_t i = 0; i < n; ++i) sum += row_sum(x + (i * c + ch) * s, s);
@@ -161,7 +172,7 @@ template <class T>
 void bn_backward_kernel(const T* x, const T* scale, const T* mean, const T* rstd, const T* dy,
                         T* dx, T* dscale, T* dbias, int64_t n, int64_t c, int64_t s) {
   const double inv_m = 1 / static_cast<double>(n * s);
-#pragma omp parallel for schedule(static) if (n * c * s >= kBatchNormParallelMin && c > 1)
+#pragma omp parallel for schedule(static) if (n * c * s >= kNormParallelMin && c > 1)
   for (int64_t ch = 0; ch < c; ++ch) {
     const double mu = mean[ch], r = rstd[ch];
     const double w = scale ? static_cast<double>(scale[ch]) : 1.0;
@@ -209,6 +220,7 @@ void row_scaled_sums(const T* x, const T* dy, const T* scale, T mu, T rs, int64_
 template <class T>
 void ln_forward_kernel(const T* x, const T* scale, const T* bias, T* y, T* mean_out, T* rstd_out,
                        int64_t rows, int64_t k, double eps) {
+#pragma omp parallel for schedule(static) if (rows * k >= kNormParallelMin && rows > 1)
   for (int64_t r = 0; r < rows; ++r) {
     const T* xr = x + r * k;
     const double mu = row_sum(xr, k) / static_cast<double>(k);
@@ -245,23 +257,41 @@ void ln_backward_row_plain(const T* __restrict x, const T* __restrict dy, T* __r
   for (int64_t t = 0; t < k; ++t) out[t] = rs * (dy[t] - mg - (x[t] - m) * rs * mgx);
 }
 
+// Rows per block of layer normalisation's backward: each block sums its rows' terms of dscale and
+// dbias (in T per element), and the blocks' sums are added in block order, so the result does not
+// depend on how many threads took the blocks. On one thread LayerNorm's 2-thread row was 1.1x
+// libtorch's (bench/layer_table); the block size is not measured.
+constexpr int64_t kLayerNormBlockRows = 64;
+
 // dx = rstd (g - mean(g) - xhat mean(g xhat)) with g = dy * scale; dscale = sum over rows of
-// dy xhat, dbias = sum of dy (accumulated in T per element across rows).
+// dy xhat, dbias = sum of dy.
 template <class T>
 void ln_backward_kernel(const T* x, const T* scale, const T* mean, const T* rstd, const T* dy,
                         T* dx, T* dscale, T* dbias, int64_t rows, int64_t k) {
-  if (dscale)
+  const int64_t blocks = (rows + kLayerNormBlockRows - 1) / kLayerNormBlockRows;
+  // Block b's dscale terms at [2 b k, 2 b k + k), its dbias terms after them.
+  std::vector<T> part(dscale ? static_cast<size_t>(blocks * 2 * k) : 0, T(0));
+#pragma omp parallel for schedule(static) if (rows * k >= kNormParallelMin && blocks > 1)
+  for (int64_t b = 0; b < blocks; ++b) {
+    T* ps = dscale ? part.data() + b * 2 * k : nullptr;
+    const int64_t r1 = std::min(rows, (b + 1) * kLayerNormBlockRows);
+    for (int64_t r = b * kLayerNormBlockRows; r < r1; ++r) {
+      const T* xr = x + r * k;
+      const T* dr = dy + r * k;
+      const T m = mean[r], rs = rstd[r];
+      double sg = 0, sgx = 0;  // sums of g and of g * xhat
+      row_scaled_sums(xr, dr, scale, m, rs, k, sg, sgx);
+      const T mg = static_cast<T>(sg / static_cast<double>(k)),
+              mgx = static_cast<T>(sgx / static_cast<double>(k));
+      if (scale) ln_backward_row(xr, dr, scale, dx + r * k, ps, ps + k, m, rs, mg, mgx, k);
+      else ln_backward_row_plain(xr, dr, dx + r * k, m, rs, mg, mgx, k);
+    }
+  }
+  if (dscale) {
     for (int64_t j = 0; j < k; ++j) dscale[j] = 0, dbias[j] = 0;
-  for (int64_t r = 0; r < rows; ++r) {
-    const T* xr = x + r * k;
-    const T* dr = dy + r * k;
-    const T m = mean[r], rs = rstd[r];
-    double sg = 0, sgx = 0;  // sums of g and of g * xhat
-    row_scaled_sums(xr, dr, scale, m, rs, k, sg, sgx);
-    const T mg = static_cast<T>(sg / static_cast<double>(k)),
-            mgx = static_cast<T>(sgx / static_cast<double>(k));
-    if (scale) ln_backward_row(xr, dr, scale, dx + r * k, dscale, dbias, m, rs, mg, mgx, k);
-    else ln_backward_row_plain(xr, dr, dx + r * k, m, rs, mg, mgx, k);
+    for (int64_t b = 0; b < blocks; ++b)
+      for (int64_t j = 0; j < k; ++j)
+        dscale[j] += part[size_t(b * 2 * k + j)], dbias[j] += part[size_t(b * 2 * k + k + j)];
   }
 }
 
