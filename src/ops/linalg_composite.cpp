@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "fluxion/ops/create.hpp"
+#include "fluxion/ops/device.hpp"
 #include "fluxion/ops/elementwise.hpp"
 #include "fluxion/ops/linalg.hpp"
 #include "fluxion/ops/linalg_lapack.hpp"
@@ -17,16 +18,20 @@ namespace fx::linalg {
 
 using detail::mH;
 
-Tensor eye(int64_t n, DType dtype) {
+Tensor eye(int64_t n, DType dtype, Device device) {
   FX_CHECK(n >= 0, "fx::linalg::eye: negative size ", n);
+  // Abstract evaluation touches no data; a traced function needs the values, as a constant.
+  if (!device.has_data() && fx::detail::tracing_depth == 0)
+    return Tensor::empty(Shape{n, n}, dtype, device);
   std::vector<double> v(size_t(n * n), 0.0);
   for (int64_t i = 0; i < n; ++i) v[size_t(i * n + i)] = 1;
-  return astype(from_vector(v, Shape{n, n}), dtype);
+  Tensor id = astype(from_vector(v, Shape{n, n}), dtype);
+  return device.has_data() ? to(id, device) : id;
 }
 
 Tensor diagonal(const Tensor& a) {
   detail::check_matrix(a, "diagonal", true);
-  return sum(a * eye(a.shape()[a.ndim() - 1], a.dtype()), {-1});
+  return sum(a * eye(a.shape()[a.ndim() - 1], a.dtype(), a.device()), {-1});
 }
 
 Tensor trace(const Tensor& a) {
@@ -37,7 +42,7 @@ Tensor trace(const Tensor& a) {
 Tensor diag_embed(const Tensor& v) {
   FX_CHECK(v.defined() && v.ndim() >= 1, "fx::linalg::diag_embed: needs at least one axis, got ",
            v.defined() ? v.shape().to_string() : std::string("undefined"));
-  return unsqueeze(v, -1) * eye(v.shape()[v.ndim() - 1], v.dtype());
+  return unsqueeze(v, -1) * eye(v.shape()[v.ndim() - 1], v.dtype(), v.device());
 }
 
 Tensor lstsq(const Tensor& a0, const Tensor& b0) {
@@ -82,7 +87,7 @@ Tensor matrix_exp(const Tensor& a) {
   const double norm = max(sum(abs(stop_gradient(a)), {-2})).item();
   const int squarings = norm > 0.5 ? int(std::ceil(std::log2(norm / 0.5))) : 0;
   Tensor x = a * std::ldexp(1.0, -squarings);
-  Tensor id = eye(n, a.dtype());
+  Tensor id = eye(n, a.dtype(), a.device());
   // Horner: I + x (I + x/2 (I + x/3 (... (I + x/18)))).
   Tensor p = id + x * (1.0 / 18);
   for (int k = 17; k >= 1; --k) p = id + matmul(x, p) * (1.0 / k);

@@ -29,7 +29,7 @@ namespace {
 
 // Murray's Phi: the lower triangle with the diagonal halved.
 Tensor phi(const Tensor& x) {
-  return tril(x, -1) + 0.5 * (x * eye(x.shape()[x.ndim() - 1], x.dtype()));
+  return tril(x, -1) + 0.5 * (x * eye(x.shape()[x.ndim() - 1], x.dtype(), x.device()));
 }
 
 // t^-1 x t^-H for triangular t, by two triangular solves.

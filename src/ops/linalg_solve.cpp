@@ -128,7 +128,7 @@ Tensor triangular_solve(const Tensor& a0, const Tensor& b0, bool upper) {
 
 Tensor inv(const Tensor& a) {
   detail::check_matrix(a, "inv", true);
-  Tensor id = expand(eye(a.shape()[a.ndim() - 1], a.dtype()), a.shape());
+  Tensor id = expand(eye(a.shape()[a.ndim() - 1], a.dtype(), a.device()), a.shape());
   return bind(linalg_solve_p, {a, id}, SolveAttrs{true});
 }
 

@@ -17,7 +17,7 @@ namespace {
 // conditioned on every layout the table makes (an expanded 2-d input repeats one row).
 Tensor dominant(const Tensor& a) {
   const int64_t n = a.shape()[a.ndim() - 1];
-  return a + double(n + 1) * linalg::eye(n, a.dtype());
+  return a + double(n + 1) * linalg::eye(n, a.dtype(), a.device());
 }
 // (..., r, c) -> (..., r c).
 Tensor flat2(const Tensor& x) {

@@ -64,10 +64,11 @@
 
 namespace fx::linalg {
 
-Tensor eye(int64_t n, DType dtype = f32);  // the n x n identity
-Tensor trace(const Tensor& a);             // (..., n, n) -> (...): sum of the diagonal
-Tensor diagonal(const Tensor& a);          // (..., n, n) -> (..., n)
-Tensor diag_embed(const Tensor& v);        // (..., n) -> (..., n, n), v on the diagonal
+// The n x n identity on `device` (a meta identity holds no data, except inside fx::trace).
+Tensor eye(int64_t n, DType dtype = f32, Device device = Device::cpu);
+Tensor trace(const Tensor& a);       // (..., n, n) -> (...): sum of the diagonal
+Tensor diagonal(const Tensor& a);    // (..., n, n) -> (..., n)
+Tensor diag_embed(const Tensor& v);  // (..., n) -> (..., n, n), v on the diagonal
 
 // x with a x = b for a (..., n, n) and b (..., n, k), or b (..., n) for vectors (torch's rule:
 // b is a batch of vectors when it has one axis fewer than a).
