@@ -150,7 +150,7 @@ Tensor apply_custom_rule(const std::shared_ptr<const CustomRuleImpl>& r,
   for (size_t i = 0; i < x.size(); ++i)
     FX_CHECK(x[i].defined(), "fx::custom_rule '", r->name, "': input ", i, " is undefined");
   std::vector<Tensor> res;
-  if (fx::detail::recording_depth == 0) {
+  if (fx::detail::active_tape_count() == 0) {
     Tensor y = r->forward_fn(x, res);
     FX_CHECK(y.defined(), "fx::custom_rule '", r->name,
              "': the forward returned an undefined "

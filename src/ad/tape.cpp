@@ -11,10 +11,6 @@
 #include "ops/fused.hpp"
 
 namespace fx {
-namespace detail {
-thread_local int recording_depth = 0;
-}
-
 namespace ad {
 namespace {
 
@@ -47,13 +43,22 @@ struct Node {
 };
 
 std::atomic<uint32_t> next_generation{1};
-thread_local Tape* active_tapes[kMaxTags];
 thread_local TapeStats stats;
 
 }  // namespace
 
-class Tape {
+// A tape is the interpreter of its differentiation: it sits on the thread's interpreter stack
+// from Recording::begin to end, lets each application through to the interpreters under it and
+// then records it (reverse mode: a node; forward mode: the outputs' tangents).
+class Tape final : public detail::Interpreter {
  public:
+  Tape() : Interpreter(/*is_tape=*/true) {}
+  Tensor process(const Primitive& p, std::span<const Tensor> in, Attrs attrs) override;
+  void process_n(const Primitive& p, std::span<const Tensor> in, Attrs attrs, Tensor* out) override;
+  // Records an application whose nout outputs are computed.
+  void record(const Primitive& p, std::span<const Tensor> in, Tensor* out, uint32_t nout,
+              Attrs attrs);
+
   uint32_t gen = 0;
   uint32_t nslots = 0;
   bool forward = false;          // a forward-mode level: slots hold tangents, no nodes
@@ -190,10 +195,10 @@ uint32_t input_slot(const Tensor& x, uint32_t gen, const Primitive& p) {
   ++stats.nodes_recorded;
 }
 
-// Forward mode at `level`: the outputs' tangents from the inputs' tangents, computed with only
-// the outer levels recording (so the pushforward's own ops are differentiated by them alone).
-void forward_on(Tape& t, int level, const Primitive& p, std::span<const Tensor> in, Tensor* out,
-                uint32_t nout, Attrs attrs) {
+// Forward mode: the outputs' tangents from the inputs' tangents, computed by the interpreters
+// under this tape (so the pushforward's own ops are differentiated by the outer tapes alone).
+void forward_on(Tape& t, const Primitive& p, std::span<const Tensor> in, Tensor* out, uint32_t nout,
+                Attrs attrs) {
   Tensor small[8];
   std::vector<Tensor> big;
   Tensor* dx = in.size() <= 8 ? small : (big.resize(in.size()), big.data());
@@ -208,15 +213,12 @@ void forward_on(Tape& t, int level, const Primitive& p, std::span<const Tensor> 
   if (!any) return;
   FX_CHECK(nout == 1 ? p.jvp != nullptr : p.jvp_n != nullptr, "fx::jvp: primitive '", p.name,
            "' has no pushforward rule");
-  struct DepthGuard {
-    int saved = detail::recording_depth;
-    ~DepthGuard() { detail::recording_depth = saved; }
-  } guard;
-  detail::recording_depth = level;
   Tensor dy[kMaxOutputs];
-  if (nout == 1) dy[0] = p.jvp(JvpArgs(p, in, out[0], attrs), dx);
-  else p.jvp_n(JvpArgs(p, in, out[0], attrs), dx, dy);
-  detail::recording_depth = guard.saved;
+  {
+    const detail::CutInterpreters cut(&t);
+    if (nout == 1) dy[0] = p.jvp(JvpArgs(p, in, out[0], attrs), dx);
+    else p.jvp_n(JvpArgs(p, in, out[0], attrs), dx, dy);
+  }
   for (uint32_t k = 0; k < nout; ++k) {
     const uint32_t slot = t.nslots++;
     t.tangents.push_back(std::move(dy[k]));
@@ -266,47 +268,66 @@ void checked_pullback(const Primitive& p, const PullbackArgs& args, const Tensor
 TapeStats tape_stats() { return stats; }
 void reset_tape_stats() { stats = {}; }
 
-int num_active_tapes() { return detail::recording_depth; }
+int num_active_tapes() { return detail::active_tape_count(); }
 ActiveTape active_tape(int level) {
-  return {active_tapes[level]->gen, active_tapes[level]->forward};
+  const int n = detail::active_tape_count();
+  FX_CHECK(level >= 0 && level < n, "fx::ad::active_tape: level ", level, " of ", n);
+  int k = n;  // levels count from the bottom of the stack
+  for (detail::Interpreter* it = detail::top_interpreter;; it = it->below) {
+    if (!it->is_tape || --k != level) continue;
+    const Tape& t = static_cast<const Tape&>(*it);
+    return {t.gen, t.forward};
+  }
 }
 void keep_alive(const Tensor& out, std::shared_ptr<const void> owner) {
-  for (int level = 0; level < detail::recording_depth; ++level) {
-    Tape& t = *active_tapes[level];
+  for (detail::Interpreter* it = detail::top_interpreter; it; it = it->below) {
+    if (!it->is_tape) continue;
+    Tape& t = static_cast<Tape&>(*it);
     if (t.forward || find_slot(out, t.gen) == kNoSlot) continue;
     if (t.owners.empty() || t.owners.back() != owner) t.owners.push_back(owner);
   }
 }
 
-}  // namespace ad
-
-namespace detail {
-namespace {
 // Inlined into both entry points: record() is on every recorded op's path.
-[[gnu::always_inline]] inline void record_from(int from, const Primitive& p,
-                                               std::span<const Tensor> in, Tensor* out,
-                                               uint32_t nout, Attrs attrs) {
+[[gnu::always_inline]] inline void Tape::record(const Primitive& p, std::span<const Tensor> in,
+                                                Tensor* out, uint32_t nout, Attrs attrs) {
   bool inexact = false;
   for (uint32_t k = 0; k < nout; ++k) inexact |= is_inexact(out[k].dtype());
   if (!inexact) return;
-  const int depth = recording_depth;
-  for (int level = from; level < depth; ++level) {
-    ad::Tape& t = *ad::active_tapes[level];
-    if (t.forward) ad::forward_on(t, level, p, in, out, nout, attrs);
-    else ad::record_on(t, p, in, out, nout, attrs);
+  if (forward) forward_on(*this, p, in, out, nout, attrs);
+  else record_on(*this, p, in, out, nout, attrs);
+}
+
+Tensor Tape::process(const Primitive& p, std::span<const Tensor> in, Attrs attrs) {
+  Tensor out;
+  {
+    const detail::CutInterpreters cut(this);
+    out = bind(p, in, attrs);
   }
+  if (p.pullback) record(p, in, &out, 1, attrs);
+  return out;
 }
-}  // namespace
-void record(const Primitive& p, std::span<const Tensor> in, Tensor& out, Attrs attrs) {
-  record_from(0, p, in, &out, 1, attrs);
+
+void Tape::process_n(const Primitive& p, std::span<const Tensor> in, Attrs attrs, Tensor* out) {
+  {
+    const detail::CutInterpreters cut(this);
+    detail::bind_n(p, in, attrs, out);
+  }
+  if (p.pullback_n) record(p, in, out, uint32_t(p.num_outputs), attrs);
 }
-void record_levels(int from, const Primitive& p, std::span<const Tensor> in, Tensor& out,
-                   Attrs attrs) {
-  record_from(from, p, in, &out, 1, attrs);
-}
-void record_levels_n(int from, const Primitive& p, std::span<const Tensor> in, Tensor* out,
-                     Attrs attrs) {
-  record_from(from, p, in, out, uint32_t(p.num_outputs), attrs);
+
+}  // namespace ad
+
+namespace detail {
+void record_below(const Interpreter* from, const Primitive& p, std::span<const Tensor> in,
+                  Tensor* out, int nout, Attrs attrs) {
+  if (!p.differentiable() || from->tapes == 0) return;
+  // Outermost first, as they would record had each bound the application itself.
+  ad::Tape* tapes[kMaxTags];
+  int n = 0;
+  for (Interpreter* it = from->below; it; it = it->below)
+    if (it->is_tape) tapes[n++] = static_cast<ad::Tape*>(it);
+  while (n-- > 0) tapes[n]->record(p, in, out, uint32_t(nout), attrs);
 }
 }  // namespace detail
 
@@ -346,11 +367,11 @@ const Tensor& PullbackArgs::output(int k) const {
 namespace ad {
 
 Recording Recording::begin(Mode mode) {
-  FX_CHECK(detail::recording_depth < kMaxTags, "fx::pullback: differentiation nested deeper than ",
-           kMaxTags);
+  FX_CHECK(detail::active_tape_count() < kMaxTags,
+           "fx::pullback: differentiation nested deeper than ", kMaxTags);
   Recording r(new_tape());
   r.tape_->forward = mode == Mode::forward;
-  active_tapes[detail::recording_depth++] = r.tape_.get();
+  detail::push_interpreter(r.tape_.get());
   return r;
 }
 
@@ -366,10 +387,8 @@ Recording::~Recording() {
 void Recording::end() {
   if (!active_) return;
   active_ = false;
-  // Recordings nest (RAII), so this tape is the innermost one.
-  FX_CHECK(detail::recording_depth > 0 && active_tapes[detail::recording_depth - 1] == tape_.get(),
-           "fx::pullback: recordings ended out of order");
-  --detail::recording_depth;
+  // Recordings nest (RAII), so this tape is the top interpreter.
+  detail::pop_interpreter(tape_.get(), "fx::pullback: a recording");
 }
 
 size_t Recording::num_nodes() const { return tape_->nodes.size(); }

@@ -15,7 +15,8 @@ namespace {
 void bind_traced(const Primitive& p, std::span<const Tensor> in, Attrs attrs, Tensor* out,
                  int nout);
 
-// The trace is the interpreter at the bottom of the stack (nothing may sit under it).
+// The trace evaluates on the meta device instead of passing applications down: only tapes may
+// sit under it (a differentiation around the traced function), and they record what it makes.
 struct TraceState final : Interpreter {
   TraceState(Graph* g) : graph(g) {}
   Tensor process(const Primitive& p, std::span<const Tensor> in, Attrs attrs) override {
@@ -29,6 +30,9 @@ struct TraceState final : Interpreter {
   }
   Graph* graph;
   std::unordered_map<const TensorImpl*, int> ids;
+  // The meta stand-in of each captured tensor: one graph constant however often it is used, and
+  // the same value when a tape above the trace hands the captured tensor to a pullback.
+  std::unordered_map<const TensorImpl*, Tensor> standins;
   // Every meta tensor the trace has named stays alive until it ends, so its TensorImpl cannot be
   // reused by a later, unrelated tensor that would then be mistaken for it.
   std::vector<Tensor> keep;
@@ -48,6 +52,10 @@ int new_value(TraceState& s, const Tensor& t) {
 int value_of(TraceState& s, const Tensor& x, Tensor& standin) {
   standin = x;
   if (auto it = s.ids.find(x.impl()); it != s.ids.end()) return it->second;
+  if (auto it = s.standins.find(x.impl()); it != s.standins.end()) {
+    standin = it->second;
+    return s.ids.at(standin.impl());
+  }
   if (!x.device().has_data())
     fail("fx::trace: a ", dtype_name(x.dtype()), " ", x.shape(), " ", device_name(x.device()),
          " tensor with no known value reached an op (made by fx::empty inside the traced "
@@ -60,6 +68,8 @@ int value_of(TraceState& s, const Tensor& x, Tensor& standin) {
   for (int k = 0; k < p->ntags; ++k) p->tags[k] = x.impl()->tags[k];
   p->storage->version = x.storage()->version;
   const int id = new_value(s, standin);
+  s.standins.emplace(x.impl(), standin);
+  s.keep.push_back(x);  // its TensorImpl is not reused while the trace lives
   // A copy of the data as it is now (a later in-place write must not change the graph), made
   // with tracing paused: the copy is not part of the traced computation.
   struct Paused {
@@ -84,7 +94,7 @@ int value_of(TraceState& s, const Tensor& x, Tensor& standin) {
 
 // bind under fx::trace: inputs not yet traced become constants of the graph, the forward runs on
 // the meta device (shapes only), the application becomes an equation (its nout outputs are
-// consecutive values), and any tape recording above the trace records it as usual.
+// consecutive values), and the tapes under the trace record it (those above record it anyway).
 void bind_traced(const Primitive& p, std::span<const Tensor> in, Attrs attrs, Tensor* out,
                  int nout) {
   TraceState& s = *current;
@@ -103,10 +113,7 @@ void bind_traced(const Primitive& p, std::span<const Tensor> in, Attrs attrs, Te
     if (k == 0) eq.output = id;
   }
   s.graph->equations.push_back(std::move(eq));
-  if (recording_depth != 0 && p.differentiable()) {
-    if (nout == 1) record(p, args, out[0], attrs);
-    else record_levels_n(0, p, args, out, attrs);
-  }
+  record_below(&s, p, args, out, nout, attrs);
 }
 
 }  // namespace
@@ -127,17 +134,17 @@ void trace_alias(const Tensor& of, const Tensor& alias) {
 
 TraceScope::TraceScope() : graph_(std::make_unique<Graph>()) {
   FX_CHECK(!current, "fx::trace: tracing inside a traced function is not supported");
-  FX_CHECK(!top_interpreter,
+  FX_CHECK(!intercepted(),
            "fx::trace: tracing inside fx::vmap is not supported (vmap inside "
            "a traced function is)");
   current = new TraceState(graph_.get());
-  top_interpreter = current;
+  push_interpreter(current);
   ++tracing_depth;
 }
 
 TraceScope::~TraceScope() {
   --tracing_depth;
-  top_interpreter = nullptr;
+  top_interpreter = current->below;  // the recordings begun inside have ended (RAII)
   delete current;
   current = nullptr;
 }

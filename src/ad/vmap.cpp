@@ -1,7 +1,7 @@
 // The batching interpreter behind fx::vmap: batched values are handles without data whose
 // storage carries the stored tensor (batch on axis 0); bind hands every application with a
-// batched input to the primitive's batching rule, below this interpreter, and the tapes begun
-// inside the vmap record the application on the handles.
+// batched input to the primitive's batching rule, below this interpreter; the tapes begun inside
+// the vmap sit above it and record the application on the handles.
 #include "fluxion/ad/vmap.hpp"
 
 #include <atomic>
@@ -41,7 +41,6 @@ class BatchInterpreter final : public Interpreter {
  public:
   uint64_t level = next_level.fetch_add(1, std::memory_order_relaxed);
   int64_t size = -1;
-  int tape_base = 0;
 
   // The handle of a batched value of this level.
   Tensor wrap(const Tensor& stored) const {
@@ -88,23 +87,18 @@ class BatchInterpreter final : public Interpreter {
         mask |= uint64_t(1) << i;
       }
     }
-    // The levels below evaluate (and their tapes record) the application itself when nothing of
-    // this level is among its inputs, or else this level's rule. Either way the tapes begun
-    // inside this vmap record it here, on the handles, with this interpreter in place: their
-    // pullbacks and pushforwards may meet batched values (a batched tangent) even when the
-    // inputs are not.
+    // The interpreters below evaluate (and their tapes record) the application itself when
+    // nothing of this level is among its inputs, or else this level's rule. The tapes begun
+    // inside this vmap are above it: they record the application on the handles afterwards,
+    // and their pullbacks and pushforwards come through here again.
+    const CutInterpreters cut(this);
     if (!mask) {
-      {
-        const CutInterpreters cut(this, tape_base);
-        if (nout == 1) out[0] = bind(p, in, attrs);
-        else bind_n(p, in, attrs, out);
-      }
-      record_inside(p, in, attrs, out, nout);
+      if (nout == 1) out[0] = bind(p, in, attrs);
+      else bind_n(p, in, attrs, out);
       return;
     }
     Tensor out_stored[kMaxOutputs];
     {
-      const CutInterpreters cut(this, tape_base);
       const BatchArgs args{stored, mask, size, attrs};
       if (nout == 1) out_stored[0] = p.batch ? p.batch(p, args) : batch_by_loop(p, args);
       else if (p.batch_n) p.batch_n(p, args, out_stored);
@@ -117,15 +111,6 @@ class BatchInterpreter final : public Interpreter {
                o.defined() ? o.shape().to_string() : "nothing", " for a batch of ", size);
       out[k] = wrap(o);
     }
-    record_inside(p, in, attrs, out, nout);
-  }
-
-  // The tapes begun inside this vmap record the application on the handles.
-  void record_inside(const Primitive& p, std::span<const Tensor> in, Attrs attrs, Tensor* out,
-                     int nout) const {
-    if (recording_depth <= tape_base || !p.differentiable()) return;
-    if (nout == 1) record_levels(tape_base, p, in, out[0], attrs);
-    else record_levels_n(tape_base, p, in, out, attrs);
   }
 };
 
@@ -148,16 +133,13 @@ void VmapScope::open() {
   FX_CHECK(it_->size >= 0,
            "fx::vmap: no argument is mapped (every in_axes entry is unmapped, or "
            "no argument holds a tensor)");
-  it_->below = top_interpreter;
-  it_->tape_base = recording_depth;
-  top_interpreter = it_.get();
+  push_interpreter(it_.get());
   open_ = true;
 }
 
 void VmapScope::close() {
-  FX_CHECK(top_interpreter == it_.get(), "fx::vmap: interpreters ended out of order");
-  top_interpreter = it_->below;
   open_ = false;
+  pop_interpreter(it_.get(), "fx::vmap");
 }
 
 Tensor VmapScope::leave(const Tensor& r, int axis) const {

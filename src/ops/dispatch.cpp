@@ -88,6 +88,20 @@ namespace fx {
 namespace detail {
 thread_local constinit Interpreter* top_interpreter = nullptr;
 
+void push_interpreter(Interpreter* it) {
+  it->below = top_interpreter;
+  it->tapes = (it->below ? it->below->tapes : 0) + (it->is_tape ? 1 : 0);
+  it->others = (it->below ? it->below->others : 0) + (it->is_tape ? 0 : 1);
+  top_interpreter = it;
+}
+
+void pop_interpreter(Interpreter* it, const char* what) {
+  FX_CHECK(top_interpreter == it, what,
+           ": ended out of order with the recordings, vmaps and "
+           "traces begun inside it");
+  top_interpreter = it->below;
+}
+
 namespace {
 std::vector<Tensor> owning_copies(std::initializer_list<TensorRef> in) {
   std::vector<Tensor> owned;
@@ -114,7 +128,6 @@ void bind_n(const Primitive& p, std::span<const Tensor> in, Attrs attrs, Tensor*
   p.forward_n(p, in, attrs, out);
   if (anomaly_checks) [[unlikely]]
     for (int k = 0; k < p.num_outputs; ++k) check_forward_anomaly(p, in, out[k]);
-  if (recording_depth != 0 && p.pullback_n) record_levels_n(0, p, in, out, attrs);
 }
 
 void bind_n_list(const Primitive& p, std::initializer_list<TensorRef> in, Attrs attrs,

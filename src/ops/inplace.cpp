@@ -9,7 +9,7 @@
 namespace fx {
 namespace {
 
-bool tracked(const Tensor& x) { return detail::recording_depth != 0 && x.impl()->ntags != 0; }
+bool tracked(const Tensor& x) { return detail::active_tape_count() != 0 && x.impl()->ntags != 0; }
 
 // Writes z's values into x's storage (same shape; z already has x's dtype) and moves z's tags
 // onto x, stamped with the storage's new version.
@@ -79,7 +79,7 @@ Tensor& update(Tensor& x, const Tensor& other, const char* op, F f) {
   check_target(x, op);
   FX_CHECK(other.defined(), "fx::Tensor::", op, ": undefined operand");
   Tensor z;
-  if (tracked(x) || (detail::recording_depth != 0 && other.impl()->ntags != 0)) {
+  if (tracked(x) || (detail::active_tape_count() != 0 && other.impl()->ntags != 0)) {
     // Snapshots keep the values this update's own pullback reads out of the write's way.
     Tensor old = tracked(x) ? x.clone() : x;
     Tensor y = other.same_storage(x) ? other.clone() : other;

@@ -99,7 +99,9 @@ Tensor sym(const Tensor& x) { return 0.5 * (x + mH(x)); }
 
 Tensor real_part(const Tensor& x) { return is_complex(x.dtype()) ? astype(real(x), x.dtype()) : x; }
 
-Tensor real_diag(const Tensor& x) { return real_part(x) * eye(x.shape()[x.ndim() - 1], x.dtype(), x.device()); }
+Tensor real_diag(const Tensor& x) {
+  return real_part(x) * eye(x.shape()[x.ndim() - 1], x.dtype(), x.device());
+}
 
 namespace {
 // 1 where (lower ? j - i <= k : j - i >= k), for the last two axes of x.

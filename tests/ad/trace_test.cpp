@@ -70,6 +70,24 @@ TEST(Trace, AGradientWithRespectToATracedArgument) {
   expect_near(h(x2)[0], tangent(x2), 0);
 }
 
+// A tensor the function captures is one constant however often it is used; a trace taken
+// inside a differentiated function (the tape under the trace) leaves the gradient intact, and
+// running the graph there is differentiated like the eager function.
+TEST(Trace, CapturedTensorsAndATraceInsideAGradient) {
+  Generator gen(4);
+  Tensor x = randn({5}, gen, f64), w = randn({5}, gen, f64);
+  auto f = [&](const Tensor& v) { return sum(tanh(v * w) + w * v * w); };
+  Graph g = trace(f, x);
+  EXPECT_EQ(g.constants.size(), 1u) << g;
+  Tensor got = gradient(
+      [&](const Tensor& v) {
+        Graph inner = trace(f, v);
+        return inner(v)[0];
+      },
+      x);
+  expect_near(got, gradient(f, x), 0);
+}
+
 TEST(Trace, ValueDependentControlFlowIsAClearError) {
   Tensor x = ones({3}, f64);
   auto f = [](const Tensor& a) {

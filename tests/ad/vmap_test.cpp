@@ -145,6 +145,26 @@ TEST(Vmap, GradientOfAVmappedFunctionEqualsGradientOfTheLoop) {
   expect_close(gx, gx_want);
 }
 
+// A tape between two vmaps: per-example gradients (outer vmap) of a loss that maps over the
+// rows of a matrix itself (inner vmap), against a double loop.
+TEST(Vmap, GradientBetweenTwoVmapsEqualsALoop) {
+  Tensor ws = randn({4, 3}, f64), rows = randn({5, 3}, f64);
+  auto loss = [&](const Tensor& w) {
+    return sum(vmap([&](const Tensor& r) { return tanh(sum(r * w)) * sum(w * w); })(rows));
+  };
+  Tensor got = vmap([&](const Tensor& w) { return gradient(loss, w); })(ws);
+  Tensor want = loop(4, [&](int64_t b) {
+    return gradient(
+        [&](const Tensor& w) {
+          Tensor s = zeros({}, f64);
+          for (int64_t j = 0; j < 5; ++j) s = s + tanh(sum(select(rows, 0, j) * w)) * sum(w * w);
+          return s;
+        },
+        select(ws, 0, b));
+  });
+  expect_close(got, want);
+}
+
 TEST(Vmap, SecondOrderInsideVmap) {
   auto f = [](const Tensor& x) { return sum(x * x * x); };
   Tensor xs = randn({4, 3}, f64);

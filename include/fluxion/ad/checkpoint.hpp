@@ -62,7 +62,7 @@ Tensor checkpointed(F&& f, const Args&... args) {
   using R = std::invoke_result_t<F&, const Args&...>;
   static_assert(std::is_same_v<std::decay_t<R>, Tensor>,
                 "fx::checkpointed: the function must return fx::Tensor");
-  if (fx::detail::recording_depth == 0) return f(args...);
+  if (fx::detail::active_tape_count() == 0) return f(args...);
   auto c = ad::detail::new_checkpoint();
   // f and the arguments without their tensors, which live in c->leaves only. f comes first: a
   // layer passed as f (FX_FIELDS) has its parameters differentiated like an argument's.

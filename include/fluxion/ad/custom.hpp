@@ -293,7 +293,7 @@ auto non_differentiable(F f) {
 template <class F>
 Tensor hook(F f, const Tensor& x) {
   FX_CHECK(x.defined(), "fx::hook: undefined tensor");
-  if (fx::detail::recording_depth == 0 || x.impl()->ntags == 0) return x;  // nothing to watch
+  if (fx::detail::active_tape_count() == 0 || x.impl()->ntags == 0) return x;  // nothing to watch
   auto h = std::make_shared<ad::detail::HookImpl>();
   if constexpr (std::is_void_v<std::invoke_result_t<F&, const Tensor&>>) {
     h->fn = [f = std::move(f)](const Tensor& dy) mutable {

@@ -182,53 +182,52 @@ class JvpArgs {
 Tensor linear_jvp(const JvpArgs& args, const Tensor* dx);
 
 namespace detail {
-// Non-zero while any differentiation is recording on this thread (see ad/tape.hpp).
-extern thread_local int recording_depth;
-void record(const Primitive& p, std::span<const Tensor> in, Tensor& out, Attrs attrs);
-// record() on the tapes of levels [from, recording_depth) only (an interpreter's logical
-// values are watched by the tapes begun inside it; the values it stores, by those outside).
-void record_levels(int from, const Primitive& p, std::span<const Tensor> in, Tensor& out,
-                   Attrs attrs);
-// The same for a primitive with several outputs, out[0 .. p.num_outputs).
-void record_levels_n(int from, const Primitive& p, std::span<const Tensor> in, Tensor* out,
-                     Attrs attrs);
-
-// An interpreter that takes over bind (fx::trace, fx::vmap): they stack, the innermost on top.
-// process() handles an application, usually by applying primitives to the values it stores
-// with the stack cut below itself (CutInterpreters), so that those go to the interpreters under
-// it and finally to evaluation; taping stays the hook after evaluation, on levels of tapes.
+// An interpreter that takes over bind: the tapes of reverse and forward mode (ad/tape.hpp),
+// fx::vmap and fx::trace. They stack, the innermost on top; evaluation is what lies under the
+// last one. process() handles an application, usually by binding it (or the primitive's rule)
+// again with the stack cut below itself (CutInterpreters), so that it reaches the interpreters
+// under it and finally evaluation, and then doing its own part with the result: a tape records
+// the application, a batching level wraps the batched result.
 class Interpreter {
  public:
+  explicit Interpreter(bool is_tape = false) : is_tape(is_tape) {}
   virtual ~Interpreter() = default;
   virtual Tensor process(const Primitive& p, std::span<const Tensor> in, Attrs attrs) = 0;
   // The same for a primitive with several outputs, written to out[0 .. p.num_outputs).
   virtual void process_n(const Primitive& p, std::span<const Tensor> in, Attrs attrs,
                          Tensor* out) = 0;
+  const bool is_tape;
   Interpreter* below = nullptr;
+  int tapes = 0;   // tapes at or below this entry: how many differentiations watch
+  int others = 0;  // interpreters that are not tapes at or below it
 };
 extern thread_local constinit Interpreter* top_interpreter;
-// True while an interpreter takes over bind: ops must not touch the data of their inputs.
-inline bool intercepted() { return top_interpreter != nullptr; }
-// While alive, bind goes to the interpreters under `it` (or evaluates, under the last one) and
-// only tapes of levels below `tape_levels` record.
+// Puts `it` on top of this thread's stack; pop checks that it is the top (RAII nesting), naming
+// `what` in the error otherwise.
+void push_interpreter(Interpreter* it);
+void pop_interpreter(Interpreter* it, const char* what);
+// The number of tapes recording what bind applies now (those under a cut do not count).
+inline int active_tape_count() { return top_interpreter ? top_interpreter->tapes : 0; }
+// True while vmap or trace takes over bind: values may be handles without data, so ops must not
+// touch the data of their inputs.
+inline bool intercepted() { return top_interpreter && top_interpreter->others != 0; }
+// While alive, bind goes to the interpreters under `it` (or evaluates, under the last one).
 class CutInterpreters {
  public:
-  CutInterpreters(const Interpreter* it, int tape_levels)
-      : saved_top_(top_interpreter), saved_depth_(recording_depth) {
+  explicit CutInterpreters(const Interpreter* it) : saved_top_(top_interpreter) {
     top_interpreter = it->below;
-    if (tape_levels < recording_depth) recording_depth = tape_levels;
   }
-  ~CutInterpreters() {
-    top_interpreter = saved_top_;
-    recording_depth = saved_depth_;
-  }
+  ~CutInterpreters() { top_interpreter = saved_top_; }
   CutInterpreters(const CutInterpreters&) = delete;
   CutInterpreters& operator=(const CutInterpreters&) = delete;
 
  private:
   Interpreter* saved_top_;
-  int saved_depth_;
 };
+// The tapes in the stack under `from` (exclusive) record an application whose outputs an
+// interpreter computed without binding below itself (fx::trace's meta forward).
+void record_below(const Interpreter* from, const Primitive& p, std::span<const Tensor> in,
+                  Tensor* out, int nout, Attrs attrs);
 // True inside fx::detect_anomaly (fluxion/ad/anomaly.hpp) on this thread. constinit: read
 // directly, without the call to a thread-local initialiser an extern thread_local may need.
 extern thread_local constinit bool anomaly_checks;
@@ -236,9 +235,9 @@ extern thread_local constinit bool anomaly_checks;
 void trace_fill(const Tensor& t, double value);
 // Under fx::trace, makes `alias` (a new handle on the same data) the same graph value as `of`.
 void trace_alias(const Tensor& of, const Tensor& alias);
-// True when ops must compose through bind (a tape records, or fx::trace watches): the
+// True when ops must compose through bind (a tape records, or vmap or trace takes over): the
 // first-order shortcuts that call kernels directly or write in place are then off.
-inline bool must_compose() { return recording_depth != 0 || top_interpreter != nullptr; }
+inline bool must_compose() { return top_interpreter != nullptr; }
 // Throws fx::Error naming p, its inputs and its output when out holds a NaN or an infinity.
 void check_forward_anomaly(const Primitive& p, std::span<const Tensor> in, const Tensor& out);
 // The same for the cotangent dy of p's output before its pullback runs (the seed, or a sum of
@@ -253,15 +252,13 @@ Tensor make_view(const Tensor& x, const Shape& shape, const int64_t* strides, in
 // it is the same graph value as x.
 Tensor untagged_view(const Tensor& x);
 
-// Applies a primitive: forward, then record when a differentiation is watching. Anomaly mode
-// costs one predictable branch here when it is off.
+// Applies a primitive: the top interpreter takes it over, or with none it is evaluated. Anomaly
+// mode costs one predictable branch here when it is off.
 inline Tensor bind(const Primitive& p, std::span<const Tensor> in, Attrs attrs = {}) {
-  if (detail::top_interpreter) [[unlikely]]
-    return detail::top_interpreter->process(p, in, attrs);
+  if (detail::top_interpreter) return detail::top_interpreter->process(p, in, attrs);
   Tensor out = p.forward(p, in, attrs);
   if (detail::anomaly_checks) [[unlikely]]
     detail::check_forward_anomaly(p, in, out);
-  if (detail::recording_depth != 0 && p.pullback) detail::record(p, in, out, attrs);
   return out;
 }
 namespace detail {

@@ -257,7 +257,7 @@ bool onednn_conv(const KernelCall& c) {
     a.reorder->execute(stream, a.user, *a.inner);
   }
   if constexpr (M != Mode::weights) {
-    const bool keep = e.args[0].inner && (M == Mode::data || fx::detail::recording_depth != 0);
+    const bool keep = e.args[0].inner && (M == Mode::data || fx::detail::active_tape_count() != 0);
     e.blocked = keep ? Blocked{c.in[0], c.in[0].storage()->version} : Blocked{};
   } else {
     forget(Mode::data);
