@@ -137,6 +137,47 @@ void bind_n_list(const Primitive& p, std::initializer_list<TensorRef> in, Attrs 
 }
 }  // namespace detail
 
+std::vector<AbstractValue> abstract_eval(const Primitive& p, std::span<const Tensor> in,
+                                         Attrs attrs) {
+  // The device the outputs would have: the inputs' (meta only when all of them are).
+  Device device = Device::meta;
+  for (const Tensor& x : in) {
+    if (!x.defined() || !x.device().has_data()) continue;
+    if (device.has_data())
+      FX_CHECK(x.device() == device, "fx::abstract_eval: '", p.name, "' has inputs on ",
+               device_name(device), " and ", device_name(x.device()));
+    else device = x.device();
+  }
+  std::vector<Tensor> meta(in.size());
+  for (size_t i = 0; i < in.size(); ++i)
+    if (in[i].defined())
+      meta[i] = in[i].device().has_data()
+                    ? Tensor::empty(in[i].shape(), in[i].dtype(), Device::meta)
+                    : in[i];
+  struct Alone {  // no interpreter and no trace while the shape rule runs
+    detail::Interpreter* top = detail::top_interpreter;
+    int tracing = detail::tracing_depth;
+    Alone() {
+      detail::top_interpreter = nullptr;
+      detail::tracing_depth = 0;
+    }
+    ~Alone() {
+      detail::top_interpreter = top;
+      detail::tracing_depth = tracing;
+    }
+  } alone;
+  Tensor out[kMaxOutputs];
+  const std::span<const Tensor> args(meta);
+  if (p.num_outputs == 1) out[0] = p.forward(p, args, attrs);
+  else p.forward_n(p, args, attrs, out);
+  std::vector<AbstractValue> types;
+  for (int k = 0; k < p.num_outputs; ++k) {
+    const Device d = out[k].device().has_data() ? out[k].device() : device;
+    types.push_back({out[k].shape(), out[k].dtype(), d});
+  }
+  return types;
+}
+
 Tensor linear_jvp(const JvpArgs& args, const Tensor* dx) {
   const size_t n = args.num_inputs();
   std::vector<Tensor> in(n);

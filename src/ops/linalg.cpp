@@ -92,6 +92,16 @@ Primitive matmul_p{
     .forward =
         [](const Primitive& p, std::span<const Tensor> in, Attrs pr) {
           const Tensor &a = in[0], &b = in[1];
+          // fx::matmul broadcasts and promotes; bound directly, the operands must already agree.
+          const int nd = a.ndim();
+          bool ok = nd >= 2 && b.ndim() == nd && a.dtype() == b.dtype() &&
+                    a.shape()[nd - 1] == b.shape()[nd - 2];
+          for (int d = 0; ok && d < nd - 2; ++d) ok = a.shape()[d] == b.shape()[d];
+          if (!ok) [[unlikely]]
+            detail::fail("fx::matmul: primitive bound with ", dtype_name(a.dtype()), " ", a.shape(),
+                         " @ ", dtype_name(b.dtype()), " ", b.shape(),
+                         ": needs matrices (or batches of one shape) of one dtype whose inner "
+                         "dimensions match; fx::matmul broadcasts and promotes");
           Shape s = a.shape();
           s[s.size() - 1] = b.shape()[b.ndim() - 1];
           Tensor out = Tensor::empty(s, a.dtype(), output_device(in));

@@ -20,6 +20,7 @@ namespace fx::linalg {
 
 using detail::mH;
 using detail::mT;
+using detail::or_zeros;
 using detail::QrShape;
 using detail::sym;
 using detail::tril;
@@ -77,10 +78,6 @@ void qr_rule(const Primitive& p, std::span<const Tensor> in, Attrs attrs, Tensor
                                   {{detail::with_matrix(a.shape(), L.m, L.k()), a.dtype()},
                                    {detail::with_matrix(a.shape(), L.k(), L.n), a.dtype()}},
                                   out);
-}
-// An unused output's cotangent is a zero of its shape.
-Tensor or_zeros(const Tensor& dy, const Tensor& like) {
-  return dy.defined() ? dy : zeros_like(like);
 }
 void qr_pullback(const PullbackArgs& a, const Tensor* dy, Tensor* dx) {
   // Adjoint of the pushforward below: with M = dR R^H - Q^H dQ,

@@ -26,6 +26,7 @@ namespace fx::linalg {
 using detail::EighShape;
 using detail::inverse_gaps;
 using detail::mH;
+using detail::or_zeros;
 using detail::SvdShape;
 using detail::sym;
 
@@ -40,11 +41,6 @@ void check_shape(std::span<const Tensor> in, int64_t m, int64_t n, const char* o
   detail::check_operands(
       detail::is_matrix(a, false) && a.shape()[a.ndim() - 2] == m && a.shape()[a.ndim() - 1] == n,
       op, in, "needs matrices of the attributes' shape");
-}
-
-// An unused output's cotangent is a zero of its shape.
-Tensor or_zeros(const Tensor& dy, const Tensor& like) {
-  return dy.defined() ? dy : zeros_like(like);
 }
 
 // Eigenvalues w (..., n, ascending, real) and eigenvectors V (..., n, n) of (a + a^H) / 2.

@@ -128,6 +128,10 @@ Tensor inverse_gaps(const Tensor& w) {
   return safe_reciprocal(unsqueeze(w, -2) - unsqueeze(w, -1));  // 1 / (w_j - w_i)
 }
 
+Tensor or_zeros(const Tensor& dy, const Tensor& like) {
+  return dy.defined() ? dy : zeros_like(like);
+}
+
 Tensor add_defined(const Tensor& u, const Tensor& v) {
   if (!u.defined()) return v;
   return v.defined() ? u + v : u;

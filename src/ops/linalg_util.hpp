@@ -61,5 +61,7 @@ Tensor safe_reciprocal(const Tensor& x);
 Tensor inverse_gaps(const Tensor& w);
 // u + v where either may be undefined (a zero tangent).
 Tensor add_defined(const Tensor& u, const Tensor& v);
+// dy, or a zero shaped like `like` when undefined (an unused output's cotangent).
+Tensor or_zeros(const Tensor& dy, const Tensor& like);
 
 }  // namespace fx::linalg::detail

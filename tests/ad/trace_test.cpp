@@ -88,6 +88,25 @@ TEST(Trace, CapturedTensorsAndATraceInsideAGradient) {
   expect_near(got, gradient(f, x), 0);
 }
 
+// Abstract evaluation of one primitive: the output types from the shape rule, on the inputs'
+// device, without data; under a tape nothing is recorded; bad shapes give evaluation's error.
+TEST(AbstractEval, TypesFromTheShapeRuleAlone) {
+  Tensor x = randn({8, 3}, f64), w = randn({3, 4}, f64);
+  const AllocatorStats before = allocator_stats();
+  std::vector<AbstractValue> t = abstract_eval(matmul_p, {x, w});
+  EXPECT_EQ(allocator_stats().system_allocs, before.system_allocs);
+  ASSERT_EQ(t.size(), 1u);
+  EXPECT_EQ(t[0].shape, Shape({8, 4}));
+  EXPECT_EQ(t[0].dtype, f64);
+  EXPECT_EQ(t[0].device, Device::cpu);
+  auto rec = ad::Recording::begin();
+  Tensor xt = rec.track(x);
+  (void)abstract_eval(matmul_p, {xt, w});
+  EXPECT_EQ(rec.num_nodes(), 0u);
+  rec.end();
+  EXPECT_THROW((void)abstract_eval(matmul_p, {w, w}), Error);
+}
+
 TEST(Trace, ValueDependentControlFlowIsAClearError) {
   Tensor x = ones({3}, f64);
   auto f = [](const Tensor& a) {

@@ -265,7 +265,8 @@ TEST_P(PrimitiveRow, MetaEvaluationMatchesTheKernelsShapesAndDtypes) {
   }
 }
 
-// Tracing: the graph of the row, run on the same inputs, equals the eager result.
+// Tracing: the graph of the row, run on the same inputs, equals the eager result; abstract
+// evaluation of each of its equations gives the types the graph holds.
 TEST_P(PrimitiveRow, TraceThenRunEqualsEager) {
   const Row& row = GetParam();
   for (size_t ci = 0; ci < row.o.cases.size(); ++ci) {
@@ -279,6 +280,24 @@ TEST_P(PrimitiveRow, TraceThenRunEqualsEager) {
     std::vector<Tensor> got = g(in.args);
     std::string m = mismatch(got[0], eager.out);
     EXPECT_TRUE(m.empty()) << m << "\n" << g;
+    // Each equation's abstract evaluation gives the types the trace recorded, making no data.
+    for (const Graph::Equation& eq : g.equations) {
+      std::vector<Tensor> args;
+      for (int id : eq.inputs)
+        args.push_back(
+            id < 0 ? Tensor()
+                   : empty(g.values[size_t(id)].shape, g.values[size_t(id)].dtype, Device::meta));
+      const AllocatorStats before = allocator_stats();
+      const std::vector<AbstractValue> types = abstract_eval(*eq.prim, args, eq.attrs.view());
+      EXPECT_EQ(allocator_stats().system_allocs, before.system_allocs) << eq.prim->name;
+      ASSERT_EQ(types.size(), size_t(eq.prim->num_outputs)) << eq.prim->name;
+      for (size_t k = 0; k < types.size(); ++k) {
+        const Graph::Value& want = g.values[size_t(eq.output) + k];
+        EXPECT_EQ(types[k].shape, want.shape) << eq.prim->name << " output " << k;
+        EXPECT_EQ(types[k].dtype, want.dtype) << eq.prim->name << " output " << k;
+        EXPECT_EQ(types[k].device, Device::meta) << eq.prim->name;
+      }
+    }
   }
 }
 

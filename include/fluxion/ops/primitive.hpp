@@ -324,6 +324,23 @@ std::array<Tensor, N> bind_n(const Primitive& p, std::initializer_list<detail::T
   return out;
 }
 
+// Abstract evaluation: the type of each of p's outputs for inputs of in's types, from the
+// primitive's shape rule alone. No kernel runs, no data is made, and no tape, vmap or trace sees
+// the application; a bad input gives the error evaluation would. What a compiler asks of an
+// equation: for x (8, 3) and w (3, 4), abstract_eval(matmul_p, {x, w}) is {f32 (8, 4), cpu}.
+struct AbstractValue {
+  Shape shape;
+  DType dtype;
+  Device device;
+};
+std::vector<AbstractValue> abstract_eval(const Primitive& p, std::span<const Tensor> in,
+                                         Attrs attrs = {});
+inline std::vector<AbstractValue> abstract_eval(const Primitive& p,
+                                                std::initializer_list<Tensor> in,
+                                                Attrs attrs = {}) {
+  return abstract_eval(p, std::span<const Tensor>(in.begin(), in.size()), attrs);
+}
+
 // Runs the first backend kernel of the output's device that accepts the call.
 void dispatch(const KernelCall& call);
 
