@@ -72,20 +72,9 @@ int value_of(TraceState& s, const Tensor& x, Tensor& standin) {
   s.keep.push_back(x);  // its TensorImpl is not reused while the trace lives
   // A copy of the data as it is now (a later in-place write must not change the graph), made
   // with tracing paused: the copy is not part of the traced computation.
-  struct Paused {
-    Interpreter* top = top_interpreter;
-    Paused() {
-      --tracing_depth;
-      top_interpreter = nullptr;
-    }
-    ~Paused() {
-      ++tracing_depth;
-      top_interpreter = top;
-    }
-  };
   Tensor data;
   {
-    const Paused paused;
+    const PauseInterpreters paused;
     data = x.clone();
   }
   s.graph->constants.push_back({id, std::move(data), 0});

@@ -98,12 +98,10 @@ class BatchInterpreter final : public Interpreter {
       return;
     }
     Tensor out_stored[kMaxOutputs];
-    {
-      const BatchArgs args{stored, mask, size, attrs};
-      if (nout == 1) out_stored[0] = p.batch ? p.batch(p, args) : batch_by_loop(p, args);
-      else if (p.batch_n) p.batch_n(p, args, out_stored);
-      else batch_by_loop_n(p, args, out_stored);
-    }
+    const BatchArgs args{stored, mask, size, attrs};
+    if (nout == 1) out_stored[0] = p.batch ? p.batch(p, args) : batch_by_loop(p, args);
+    else if (p.batch_n) p.batch_n(p, args, out_stored);
+    else batch_by_loop_n(p, args, out_stored);
     for (int k = 0; k < nout; ++k) {
       const Tensor& o = out_stored[k];
       FX_CHECK(o.defined() && o.ndim() >= 1 && o.shape()[0] == size,

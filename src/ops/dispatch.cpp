@@ -154,18 +154,7 @@ std::vector<AbstractValue> abstract_eval(const Primitive& p, std::span<const Ten
       meta[i] = in[i].device().has_data()
                     ? Tensor::empty(in[i].shape(), in[i].dtype(), Device::meta)
                     : in[i];
-  struct Alone {  // no interpreter and no trace while the shape rule runs
-    detail::Interpreter* top = detail::top_interpreter;
-    int tracing = detail::tracing_depth;
-    Alone() {
-      detail::top_interpreter = nullptr;
-      detail::tracing_depth = 0;
-    }
-    ~Alone() {
-      detail::top_interpreter = top;
-      detail::tracing_depth = tracing;
-    }
-  } alone;
+  const detail::PauseInterpreters alone;
   Tensor out[kMaxOutputs];
   const std::span<const Tensor> args(meta);
   if (p.num_outputs == 1) out[0] = p.forward(p, args, attrs);

@@ -224,6 +224,25 @@ class CutInterpreters {
  private:
   Interpreter* saved_top_;
 };
+// While alive, nothing takes over bind and nothing is traced: ops evaluate (a trace copying a
+// captured tensor, abstract evaluation running a shape rule).
+class PauseInterpreters {
+ public:
+  PauseInterpreters() : saved_top_(top_interpreter), saved_tracing_(tracing_depth) {
+    top_interpreter = nullptr;
+    tracing_depth = 0;
+  }
+  ~PauseInterpreters() {
+    top_interpreter = saved_top_;
+    tracing_depth = saved_tracing_;
+  }
+  PauseInterpreters(const PauseInterpreters&) = delete;
+  PauseInterpreters& operator=(const PauseInterpreters&) = delete;
+
+ private:
+  Interpreter* saved_top_;
+  int saved_tracing_;
+};
 // The tapes in the stack under `from` (exclusive) record an application whose outputs an
 // interpreter computed without binding below itself (fx::trace's meta forward).
 void record_below(const Interpreter* from, const Primitive& p, std::span<const Tensor> in,
