@@ -19,6 +19,7 @@
 #include "backend/cpu/vector_math.hpp"
 #include "fluxion/ad/tape.hpp"
 #include "fluxion/ops/create.hpp"
+#include "fluxion/ops/primitive.hpp"
 #include "fluxion/ops/view.hpp"
 
 // GCC cannot see that the stack scratch blocks are written before vector_map reads them.
@@ -454,7 +455,8 @@ Tensor softmax_backward_t(const Tensor& y, const Tensor& dy, bool log) {
 bool activation_fusable(const Tensor& x) {
   if (!x.defined() || x.device() != Device::cpu || (x.dtype() != f32 && x.dtype() != f64))
     return false;
-  if (x.numel() == 0) return false;
+  // Under fx::vmap or fx::trace a value holds no data for a kernel to read: ops only.
+  if (x.numel() == 0 || fx::detail::intercepted()) return false;
   const int tapes = ad::num_active_tapes();
   return tapes == 0 || (tapes == 1 && !ad::active_tape(0).forward);
 }

@@ -181,3 +181,98 @@ Tensor pixel_shuffle_kernel(const Tensor& x, int64_t r, bool inverse) {
 }
 
 }  // namespace fx::nn::detail
+
+namespace fx::nn::detail {
+namespace {
+
+// Nearest upsampling with every spatial axis at once, over x as (outer, D, H, W) with scales
+// (sd, sh, sw) (1-d and 2-d inputs pad the leading spatial axes with size 1, scale 1). Each input
+// row of W is widened once into y's first copy of it and that row is then copied to the other
+// sd sh - 1 places; the backward reads each block of dy once. Composed (a contiguous(expand) per
+// axis) the forward writes every intermediate and the backward reduces one axis at a time.
+struct Geometry {
+  int64_t outer = 1, d = 1, h = 1, w = 1, sd = 1, sh = 1, sw = 1;
+  Geometry(const Shape& x, const std::vector<int64_t>& scale) {
+    const int64_t k = int64_t(scale.size());
+    outer = x[0] * x[1];
+    int64_t* dims[3] = {&d, &h, &w};
+    int64_t* scales[3] = {&sd, &sh, &sw};
+    for (int64_t a = 0; a < k; ++a) {
+      *dims[3 - k + a] = x[2 + a];
+      *scales[3 - k + a] = scale[size_t(a)];
+    }
+  }
+  int64_t rows() const { return outer * d * h; }  // input rows of W
+};
+
+template <class T>
+void nearest_forward_kernel(const T* x, T* y, const Geometry& g) {
+  const int64_t wo = g.w * g.sw, ho = g.h * g.sh, dout = g.d * g.sd;
+#pragma omp parallel for schedule(static) if (g.rows() * wo * g.sh * g.sd >= (int64_t(1) << 15))
+  for (int64_t r = 0; r < g.rows(); ++r) {
+    const int64_t b = r / (g.d * g.h), dd = (r / g.h) % g.d, hh = r % g.h;
+    const T* xr = x + r * g.w;
+    T* first = y + ((b * dout + dd * g.sd) * ho + hh * g.sh) * wo;
+    if (g.sw == 2) {
+      for (int64_t i = 0; i < g.w; ++i) first[2 * i] = first[2 * i + 1] = xr[i];
+    } else {
+      for (int64_t i = 0; i < g.w; ++i)
+        for (int64_t j = 0; j < g.sw; ++j) first[i * g.sw + j] = xr[i];
+    }
+    for (int64_t a = 0; a < g.sd; ++a)
+      for (int64_t c = 0; c < g.sh; ++c)
+        if (a || c) std::copy(first, first + wo, first + (a * ho + c) * wo);
+  }
+}
+
+// dx[b, d, h, w] = the sum of dy over the sd x sh x sw block that x's element was copied to.
+template <class T>
+void nearest_backward_kernel(const T* dy, T* dx, const Geometry& g) {
+  const int64_t wo = g.w * g.sw, ho = g.h * g.sh, dout = g.d * g.sd;
+#pragma omp parallel for schedule(static) if (g.rows() * wo * g.sh * g.sd >= (int64_t(1) << 15))
+  for (int64_t r = 0; r < g.rows(); ++r) {
+    const int64_t b = r / (g.d * g.h), dd = (r / g.h) % g.d, hh = r % g.h;
+    T* dr = dx + r * g.w;
+    const T* first = dy + ((b * dout + dd * g.sd) * ho + hh * g.sh) * wo;
+    for (int64_t a = 0; a < g.sd; ++a)
+      for (int64_t c = 0; c < g.sh; ++c) {
+        const T* row = first + (a * ho + c) * wo;
+        const bool add = a || c;
+        if (g.sw == 2) {
+          for (int64_t i = 0; i < g.w; ++i)
+            dr[i] = (add ? dr[i] : T(0)) + (row[2 * i] + row[2 * i + 1]);
+        } else {
+          for (int64_t i = 0; i < g.w; ++i) {
+            T s = add ? dr[i] : T(0);
+            for (int64_t j = 0; j < g.sw; ++j) s += row[i * g.sw + j];
+            dr[i] = s;
+          }
+        }
+      }
+  }
+}
+
+}  // namespace
+
+Tensor upsample_nearest_forward(const Tensor& x, const std::vector<int64_t>& scale) {
+  Tensor xc = contiguous(x);
+  const Geometry g(x.shape(), scale);
+  Shape ys = x.shape();
+  for (size_t a = 0; a < scale.size(); ++a) ys[2 + int64_t(a)] *= scale[a];
+  Tensor y = empty(ys, x.dtype());
+  if (x.dtype() == f64) nearest_forward_kernel(xc.data<double>(), y.data<double>(), g);
+  else nearest_forward_kernel(xc.data<float>(), y.data<float>(), g);
+  return y;
+}
+
+Tensor upsample_nearest_backward(const Tensor& dy, const std::vector<int64_t>& scale,
+                                 const Shape& x_shape) {
+  Tensor gc = contiguous(dy);
+  const Geometry g(x_shape, scale);
+  Tensor dx = empty(x_shape, dy.dtype());
+  if (dy.dtype() == f64) nearest_backward_kernel(gc.data<double>(), dx.data<double>(), g);
+  else nearest_backward_kernel(gc.data<float>(), dx.data<float>(), g);
+  return dx;
+}
+
+}  // namespace fx::nn::detail

@@ -1,5 +1,5 @@
 // The fused CPU kernels behind bench/layer_table's rows (gelu in both forms, softmax and
-// logsoftmax, mse, logitcrossentropy with many classes, LayerNorm, bilinear Upsample,
+// logsoftmax, mse, logitcrossentropy with many classes, LayerNorm, nearest and bilinear Upsample,
 // PixelShuffle) against
 // libtorch: forward values and the pullback of a random cotangent, in f32 (where gelu_erf uses its
 // own erfc polynomial) and f64, at sizes past the kernels' block and threading thresholds. Each
@@ -161,6 +161,28 @@ TEST_P(FusedKernels, BilinearUpsampleOneTwoAndThreeAxes) {
   });
 }
 
+TEST_P(FusedKernels, NearestUpsampleOneTwoAndThreeAxes) {
+  namespace F = torch::nn::functional;
+  struct Case {
+    const char* what;
+    fx::Shape shape;
+    std::vector<int64_t> scale;
+  };
+  // Scale 2 along the last axis takes the kernel's paired path, 3 and 1 the general one.
+  for (const Case& c : {Case{"1 axis", {2, 3, 9}, {3}}, Case{"2 axes", {4, 8, 14, 14}, {2, 2}},
+                        Case{"2 axes, unequal scales", {2, 3, 5, 7}, {3, 1}},
+                        Case{"3 axes", {2, 3, 4, 5, 6}, {2, 3, 2}}})
+    check_unary(
+        c.what, c.shape, GetParam(),
+        [m = fx::nn::Upsample(c.scale)](const fx::Tensor& x) { return m(x); },
+        [&c](const torch::Tensor& x) {
+          return F::interpolate(
+              x, F::InterpolateFuncOptions()
+                     .scale_factor(std::vector<double>(c.scale.begin(), c.scale.end()))
+                     .mode(torch::kNearest));
+        });
+}
+
 TEST_P(FusedKernels, PixelShuffleAndItsInverse) {
   for (int64_t r : {2, 3})
     check_unary(
@@ -179,6 +201,10 @@ TEST_P(FusedKernels, KernelPullbacksAreTheTransposesOfTheComposedJvps) {
       {"gelu_tanh", [](const fx::Tensor& x) { return fx::gelu_tanh(x); }},
       {"softmax", [](const fx::Tensor& x) { return fx::softmax(x); }},
       {"logsoftmax", [](const fx::Tensor& x) { return fx::logsoftmax(x); }},
+      {"upsample nearest",
+       [m = fx::nn::Upsample({3, 2})](const fx::Tensor& x) {
+         return m(fx::reshape(x, {2, 3, 20, 10}));
+       }},
       {"upsample",
        [m = fx::nn::Upsample({2, 3}, fx::nn::UpsampleMode::bilinear)](const fx::Tensor& x) {
          return m(fx::reshape(x, {2, 3, 20, 10}));

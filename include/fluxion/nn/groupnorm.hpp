@@ -24,6 +24,7 @@
 #include "fluxion/nn/activations.hpp"
 #include "fluxion/ops/create.hpp"
 #include "fluxion/ops/elementwise.hpp"
+#include "fluxion/ops/primitive.hpp"
 #include "fluxion/ops/reduce.hpp"
 #include "fluxion/ops/view.hpp"
 
@@ -58,6 +59,8 @@ inline bool group_norm_fusable(const Tensor& x, const Tensor& scale) {
   if (x.device() != Device::cpu || (x.dtype() != f32 && x.dtype() != f64)) return false;
   if (scale.defined() && (scale.dtype() != x.dtype() || scale.device() != Device::cpu))
     return false;
+  // Under fx::vmap or fx::trace a value holds no data for a kernel to read: ops only.
+  if (fx::detail::intercepted()) return false;
   const int tapes = ad::num_active_tapes();
   return tapes == 0 || (tapes == 1 && !ad::active_tape(0).forward);
 }

@@ -1,12 +1,15 @@
 // Upsample (nearest or bilinear, integer scale factors) and PixelShuffle over the spatial axes
-// of an (N, C, ...) input, composed from views and index_select, so they differentiate to any
-// order with no rule of their own.
+// of an (N, C, ...) input. Each has a fused CPU kernel for the first-order step and a composed
+// form (views, expand, index_select) that forward mode and higher orders differentiate.
 //
 //   fx::Tensor x = fx::randn({2, 3, 8, 8});
 //   fx::Tensor a = fx::nn::Upsample({2, 2})(x);                                    // (2, 3, 16, 16)
 //   fx::Tensor b = fx::nn::Upsample({2, 2}, fx::nn::UpsampleMode::bilinear)(x);    // (2, 3, 16, 16)
 //   fx::Tensor c = fx::nn::PixelShuffle(2)(fx::randn({2, 12, 8, 8}));              // (2, 3, 16, 16)
 //
+// Nearest copies each input element to its s_1 x ... x s_k block of the output. On the CPU in
+// f32/f64 under at most one reverse tape that is one kernel over every axis at once, its pullback
+// the block sum (src/nn/upsample_kernels.cpp); elsewhere an expand per axis.
 // Bilinear (linear on 1-d, trilinear on 3-d inputs: one axis at a time) follows PyTorch's
 // align_corners = false: output o along an axis samples the input at (o + 0.5) / scale - 0.5,
 // clamped at 0, interpolating between its two neighbours (the last one repeated at the edge).
@@ -40,6 +43,11 @@ Tensor upsample_linear_axis_backward(const Tensor& dy, int64_t axis, int64_t sca
 // PixelShuffle(r) of a contiguous f32/f64 CPU (N, C r^2, H, W) tensor, or with `inverse` its
 // transpose (N, C, H r, W r) -> (N, C r^2, H, W).
 Tensor pixel_shuffle_kernel(const Tensor& x, int64_t r, bool inverse);
+// Nearest upsampling of an f32/f64 CPU (N, C, ...) tensor over all its spatial axes at once, and
+// its transpose (each input element's gradient is the sum of its block of dy).
+Tensor upsample_nearest_forward(const Tensor& x, const std::vector<int64_t>& scale);
+Tensor upsample_nearest_backward(const Tensor& dy, const std::vector<int64_t>& scale,
+                                 const Shape& x_shape);
 }  // namespace detail
 
 enum class UpsampleMode { nearest, bilinear };
@@ -58,6 +66,8 @@ struct Upsample {
              " must be (N, C, ...) with ", scale.size(), " spatial axes (one per scale factor)");
     for (int64_t s : scale)
       FX_CHECK(s >= 1, "fx::nn::Upsample: scale factors must be positive, got ", s);
+    if (mode == UpsampleMode::nearest && x.numel() > 0 && detail::group_norm_fusable(x, Tensor()))
+      return nearest_fused(x);
     Tensor y = x;
     for (size_t a = 0; a < scale.size(); ++a)
       y = mode == UpsampleMode::nearest ? nearest_axis(y, 2 + int64_t(a), scale[a])
@@ -66,6 +76,18 @@ struct Upsample {
   }
 
  private:
+  // CPU f32/f64 under at most one reverse tape: one kernel for every axis, its pullback the
+  // block-summing transpose (forward mode and higher orders differentiate nearest_axis).
+  Tensor nearest_fused(const Tensor& x) const {
+    if (ad::num_active_tapes() == 0) return detail::upsample_nearest_forward(x, scale);
+    auto rule = custom_rule(
+        "fx::nn::Upsample",
+        [s = scale](const Tensor& x) { return detail::upsample_nearest_forward(x, s); },
+        [s = scale](const Tensor& x, const Tensor&, const Tensor& dy) {
+          return detail::upsample_nearest_backward(dy, s, x.shape());
+        });
+    return rule(x);
+  }
   // Each element repeated s times along axis: a size-s axis after it, expanded, then merged.
   static Tensor nearest_axis(const Tensor& x, int64_t axis, int64_t s) {
     if (s == 1) return x;

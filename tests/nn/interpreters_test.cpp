@@ -1,0 +1,113 @@
+// Layers with fused CPU kernels (norms, resampling, activations, losses, convolutions, attention,
+// recurrent cells) under fx::vmap and fx::trace: a batched or traced value holds no data for a
+// kernel to read, so each layer must take its composed path there and give what it gives each
+// example eagerly (where it may run fused), and a traced graph must give it on new inputs.
+#include <gtest/gtest.h>
+
+#include <functional>
+#include <string>
+#include <vector>
+
+#include <fluxion/fluxion.hpp>
+#include <fluxion/testing.hpp>
+
+namespace {
+
+using fx::Tensor;
+
+struct Case {
+  std::string name;
+  std::vector<int64_t> example;  // one example's input shape (vmap adds a leading axis of 3)
+  std::function<Tensor(const Tensor&)> f;
+};
+
+std::vector<Case> cases() {
+  const Tensor target = fx::astype(fx::testing::randn({4, 6}, {.seed = 9}), fx::f32);
+  std::vector<double> hot(24, 0.0);
+  for (int r = 0; r < 4; ++r) hot[size_t(r * 6 + (r * 5) % 6)] = 1;
+  const Tensor onehot = fx::astype(fx::from_vector(hot, {4, 6}), fx::f32);
+  auto mha = fx::nn::MultiHeadAttention(8, 2);
+  auto ln = fx::nn::LayerNorm({6});
+  auto bn = fx::nn::BatchNorm(3);
+  fx::nn::testmode(bn);  // running statistics: each example alone is no batch
+  auto dense = fx::nn::Dense(6, 5, fx::tanh);
+  auto conv = fx::nn::Conv({3, 3}, 3, 4, fx::relu, {.padding = {1}});
+  auto cell = fx::nn::LSTMCell(6, 5);
+  return {
+      {"Upsample nearest",
+       {2, 3, 4, 5},
+       [m = fx::nn::Upsample({2, 3})](const Tensor& x) { return m(x); }},
+      {"Upsample bilinear",
+       {2, 3, 4, 5},
+       [m = fx::nn::Upsample({2, 3}, fx::nn::UpsampleMode::bilinear)](const Tensor& x) {
+         return m(x);
+       }},
+      {"PixelShuffle",
+       {2, 8, 3, 2},
+       [m = fx::nn::PixelShuffle(2)](const Tensor& x) { return m(x); }},
+      {"GroupNorm", {2, 6, 4, 4}, [m = fx::nn::GroupNorm(6, 3)](const Tensor& x) { return m(x); }},
+      {"InstanceNorm",
+       {2, 3, 4, 4},
+       [m = fx::nn::InstanceNorm(3)](const Tensor& x) { return m(x); }},
+      {"BatchNorm, test mode", {2, 3, 4}, [m = bn](const Tensor& x) { return m(x); }},
+      {"LayerNorm", {4, 6}, [m = ln](const Tensor& x) { return m(x); }},
+      {"Dense", {4, 6}, [m = dense](const Tensor& x) { return m(x); }},
+      {"Conv", {2, 3, 6, 6}, [m = conv](const Tensor& x) { return m(x); }},
+      {"ConvTranspose",
+       {2, 3, 4, 4},
+       [m = fx::nn::ConvTranspose({3, 3}, 3, 2, fx::identity, {.stride = {2}})](const Tensor& x) {
+         return m(x);
+       }},
+      {"MaxPool", {2, 3, 6, 6}, [m = fx::nn::MaxPool({2, 2})](const Tensor& x) { return m(x); }},
+      {"gelu_erf", {4, 6}, [](const Tensor& x) { return fx::gelu_erf(x); }},
+      {"gelu_tanh", {4, 6}, [](const Tensor& x) { return fx::gelu_tanh(x); }},
+      {"softmax", {4, 6}, [](const Tensor& x) { return fx::softmax(x); }},
+      {"logsoftmax", {4, 6}, [](const Tensor& x) { return fx::logsoftmax(x); }},
+      {"mse", {4, 6}, [target](const Tensor& x) { return fx::mse(x, target); }},
+      {"logitcrossentropy",
+       {4, 6},
+       [onehot](const Tensor& x) { return fx::logitcrossentropy(x, onehot); }},
+      {"logitcrossentropy, labels",
+       {4, 6},
+       [labels = fx::astype(fx::from_vector(std::vector<double>{1, 0, 5, 2}, {4}), fx::i64)](
+           const Tensor& x) { return fx::logitcrossentropy(x, labels); }},
+      {"MultiHeadAttention", {2, 5, 8}, [m = mha](const Tensor& x) { return m(x, x, x).first; }},
+      {"LSTMCell", {4, 6}, [m = cell](const Tensor& x) { return m(x).first; }},
+  };
+}
+
+TEST(LayersUnderInterpreters, VmapAndTraceGiveWhatEachExampleGivesEagerly) {
+  for (const Case& c : cases()) {
+    std::vector<int64_t> batched = c.example;
+    batched.insert(batched.begin(), 3);
+    const Tensor xs = fx::astype(fx::testing::randn(fx::Shape(batched), {.seed = 1}), fx::f32);
+    const Tensor ys = fx::vmap(c.f)(xs);
+    const fx::Graph g = fx::trace(c.f, fx::select(xs, 0, 0));
+    for (int64_t b = 0; b < 3; ++b) {
+      const Tensor x = fx::select(xs, 0, b), want = c.f(x);
+      EXPECT_TRUE(fx::allclose(fx::select(ys, 0, b), want, 1e-5, 1e-5)) << c.name << " vmap " << b;
+      EXPECT_TRUE(fx::allclose(g(x)[0], want, 1e-5, 1e-5)) << c.name << " trace " << b;
+    }
+  }
+}
+
+TEST(LayersUnderInterpreters, GradientsOfAVmappedLossEqualTheLoopsSum) {
+  // A reverse tape above vmap: the batched layers' pullbacks, against one example at a time.
+  size_t checked = 0;
+  for (const Case& c : cases()) {
+    std::vector<int64_t> batched = c.example;
+    batched.insert(batched.begin(), 3);
+    const Tensor xs = fx::astype(fx::testing::randn(fx::Shape(batched), {.seed = 2}), fx::f32);
+    const Tensor got =
+        fx::gradient([&](const Tensor& x) { return fx::sum(fx::sin(fx::vmap(c.f)(x))); }, xs);
+    for (int64_t b = 0; b < 3; ++b) {
+      const Tensor want = fx::gradient([&](const Tensor& x) { return fx::sum(fx::sin(c.f(x))); },
+                                       fx::select(xs, 0, b));
+      EXPECT_TRUE(fx::allclose(fx::select(got, 0, b), want, 1e-4, 1e-5)) << c.name << " " << b;
+      ++checked;
+    }
+  }
+  EXPECT_EQ(checked, 3 * cases().size());
+}
+
+}  // namespace
