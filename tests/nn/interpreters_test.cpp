@@ -110,4 +110,22 @@ TEST(LayersUnderInterpreters, GradientsOfAVmappedLossEqualTheLoopsSum) {
   EXPECT_EQ(checked, 3 * cases().size());
 }
 
+TEST(LayersUnderInterpreters, TracedAndVmappedGradientsEqualTheEagerOnes) {
+  // A reverse tape inside fx::trace (the traced graph of the gradient, run on new inputs) and
+  // inside fx::vmap (per-example gradients).
+  for (const Case& c : cases()) {
+    auto grad = [&](const Tensor& x) {
+      return fx::gradient([&](const Tensor& t) { return fx::sum(fx::sin(c.f(t))); }, x);
+    };
+    const Tensor x0 = fx::astype(fx::testing::randn(fx::Shape(c.example), {.seed = 3}), fx::f32);
+    const Tensor x1 = fx::astype(fx::testing::randn(fx::Shape(c.example), {.seed = 4}), fx::f32);
+    const fx::Graph g = fx::trace(grad, x0);
+    for (const Tensor& x : {x0, x1})
+      EXPECT_TRUE(fx::allclose(g(x)[0], grad(x), 1e-4, 1e-5)) << c.name;
+    // Per-example gradients: a tape inside vmap.
+    const Tensor per = fx::vmap(grad)(fx::stack({x0, x1}, 0));
+    EXPECT_TRUE(fx::allclose(fx::select(per, 0, 1), grad(x1), 1e-4, 1e-5)) << c.name << " vmap";
+  }
+}
+
 }  // namespace
