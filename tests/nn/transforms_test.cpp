@@ -41,6 +41,17 @@ std::vector<Case> cases(fx::DType dt = fx::f32) {
   auto deconv = in_dt(fx::nn::ConvTranspose({3, 3}, 3, 2, fx::identity, {.stride = {2}}));
   auto gn = in_dt(fx::nn::GroupNorm(6, 3));
   auto cell = in_dt(fx::nn::LSTMCell(6, 5));
+  auto rnn = in_dt(fx::nn::RNN(6, 4));
+  auto gru = in_dt(fx::nn::GRU(6, 4, {.bidirectional = true}));
+  auto lstm = in_dt(fx::nn::LSTM(6, 4, {.num_layers = 2}));
+  auto gru_cell = in_dt(fx::nn::GRUCell(6, 5));
+  auto gru3_cell = in_dt(fx::nn::GRUv3Cell(6, 5));
+  auto rnn_cell = in_dt(fx::nn::RNNCell(6, 5));
+  auto bilinear = in_dt(fx::nn::Bilinear(6, 6, 3, fx::tanh));
+  auto weightnorm = in_dt(fx::nn::WeightNorm(fx::nn::Dense(6, 4, fx::elu)));
+  auto depthwise = in_dt(fx::nn::DepthwiseConv({3, 3}, 3, 6));
+  auto conv1 = in_dt(fx::nn::Conv({3}, 3, 4, fx::identity, {.stride = {2}, .dilation = {2}}));
+  auto conv3 = in_dt(fx::nn::Conv({3, 3, 3}, 2, 3, fx::identity, {.same = true}));
   return {
       {"Upsample nearest",
        {2, 3, 4, 5},
@@ -65,6 +76,25 @@ std::vector<Case> cases(fx::DType dt = fx::f32) {
       {"MaxPool", {2, 3, 6, 6}, [m = fx::nn::MaxPool({2, 2})](const Tensor& x) { return m(x); }},
       {"gelu_erf", {4, 6}, [](const Tensor& x) { return fx::gelu_erf(x); }},
       {"gelu_tanh", {4, 6}, [](const Tensor& x) { return fx::gelu_tanh(x); }},
+      {"hardsigmoid", {4, 6}, [](const Tensor& x) { return fx::hardsigmoid(x); }},
+      {"hardtanh", {4, 6}, [](const Tensor& x) { return fx::hardtanh(x); }},
+      {"relu6", {4, 6}, [](const Tensor& x) { return fx::relu6(x); }},
+      {"leakyrelu", {4, 6}, [](const Tensor& x) { return fx::leakyrelu(x); }},
+      {"trelu", {4, 6}, [](const Tensor& x) { return fx::trelu(x); }},
+      {"softshrink", {4, 6}, [](const Tensor& x) { return fx::softshrink(x); }},
+      {"elu", {4, 6}, [](const Tensor& x) { return fx::elu(x); }},
+      {"celu", {4, 6}, [](const Tensor& x) { return fx::celu(x); }},
+      {"selu", {4, 6}, [](const Tensor& x) { return fx::selu(x); }},
+      {"gelu_sigmoid", {4, 6}, [](const Tensor& x) { return fx::gelu_sigmoid(x); }},
+      {"swish", {4, 6}, [](const Tensor& x) { return fx::swish(x); }},
+      {"hardswish", {4, 6}, [](const Tensor& x) { return fx::hardswish(x); }},
+      {"mish", {4, 6}, [](const Tensor& x) { return fx::mish(x); }},
+      {"lisht", {4, 6}, [](const Tensor& x) { return fx::lisht(x); }},
+      {"softsign", {4, 6}, [](const Tensor& x) { return fx::softsign(x); }},
+      {"logsigmoid", {4, 6}, [](const Tensor& x) { return fx::logsigmoid(x); }},
+      {"logcosh", {4, 6}, [](const Tensor& x) { return fx::logcosh(x); }},
+      {"tanhshrink", {4, 6}, [](const Tensor& x) { return fx::tanhshrink(x); }},
+      {"glu", {4, 6}, [](const Tensor& x) { return fx::glu(x); }},
       {"softmax", {4, 6}, [](const Tensor& x) { return fx::softmax(x); }},
       {"logsoftmax", {4, 6}, [](const Tensor& x) { return fx::logsoftmax(x); }},
       {"mse", {4, 6}, [target](const Tensor& x) { return fx::mse(x, target); }},
@@ -75,6 +105,85 @@ std::vector<Case> cases(fx::DType dt = fx::f32) {
        {4, 6},
        [labels = fx::astype(fx::from_vector(std::vector<double>{1, 0, 5, 2}, {4}), fx::i64)](
            const Tensor& x) { return fx::logitcrossentropy(x, labels); }},
+      {"mae", {4, 6}, [target](const Tensor& x) { return fx::mae(x, target); }},
+      {"huber_loss", {4, 6}, [target](const Tensor& x) { return fx::huber_loss(x, target); }},
+      {"msle", {4, 6}, [target](const Tensor& x) { return fx::msle(fx::exp(x), fx::exp(target)); }},
+      {"crossentropy",
+       {4, 6},
+       [onehot](const Tensor& x) { return fx::crossentropy(fx::softmax(x), onehot); }},
+      {"kldivergence",
+       {4, 6},
+       [target](const Tensor& x) { return fx::kldivergence(fx::softmax(x), fx::softmax(target)); }},
+      {"focal_loss",
+       {4, 6},
+       [onehot](const Tensor& x) { return fx::focal_loss(fx::softmax(x), onehot); }},
+      {"binarycrossentropy",
+       {4, 6},
+       [onehot](const Tensor& x) { return fx::binarycrossentropy(fx::sigmoid(x), onehot); }},
+      {"logitbinarycrossentropy",
+       {4, 6},
+       [onehot](const Tensor& x) { return fx::logitbinarycrossentropy(x, onehot); }},
+      {"binary_focal_loss",
+       {4, 6},
+       [onehot](const Tensor& x) { return fx::binary_focal_loss(fx::sigmoid(x), onehot); }},
+      {"poisson_loss",
+       {4, 6},
+       [onehot](const Tensor& x) { return fx::poisson_loss(fx::exp(x), onehot); }},
+      {"hinge_loss",
+       {4, 6},
+       [onehot](const Tensor& x) { return fx::hinge_loss(x, 2 * onehot - 1); }},
+      {"squared_hinge_loss",
+       {4, 6},
+       [onehot](const Tensor& x) { return fx::squared_hinge_loss(x, 2 * onehot - 1); }},
+      {"dice_coeff_loss",
+       {4, 6},
+       [onehot](const Tensor& x) { return fx::dice_coeff_loss(fx::sigmoid(x), onehot); }},
+      {"tversky_loss",
+       {4, 6},
+       [onehot](const Tensor& x) { return fx::tversky_loss(fx::sigmoid(x), onehot); }},
+      {"siamese_contrastive_loss",
+       {4, 6},
+       [onehot](const Tensor& x) { return fx::siamese_contrastive_loss(fx::abs(x), onehot); }},
+      {"RNN", {2, 5, 6}, [m = rnn](const Tensor& x) { return m(x).first; }},
+      {"GRU, bidirectional", {2, 5, 6}, [m = gru](const Tensor& x) { return m(x).first; }},
+      {"LSTM, two layers", {2, 5, 6}, [m = lstm](const Tensor& x) { return m(x).first; }},
+      {"GRUCell", {4, 6}, [m = gru_cell](const Tensor& x) { return m(x).first; }},
+      {"GRUv3Cell", {4, 6}, [m = gru3_cell](const Tensor& x) { return m(x).first; }},
+      {"RNNCell", {4, 6}, [m = rnn_cell](const Tensor& x) { return m(x).first; }},
+      {"Bilinear", {4, 6}, [m = bilinear](const Tensor& x) { return m(x); }},
+      {"WeightNorm", {4, 6}, [m = weightnorm](const Tensor& x) { return m(x); }},
+      {"DepthwiseConv", {2, 3, 6, 6}, [m = depthwise](const Tensor& x) { return m(x); }},
+      {"Conv1d", {2, 3, 9}, [m = conv1](const Tensor& x) { return m(x); }},
+      {"Conv3d", {1, 2, 4, 4, 4}, [m = conv3](const Tensor& x) { return m(x); }},
+      {"MeanPool",
+       {2, 3, 6, 6},
+       [m = fx::nn::MeanPool({3, 3}, {.stride = {1}, .padding = {1}})](const Tensor& x) {
+         return m(x);
+       }},
+      {"AdaptiveMaxPool",
+       {2, 3, 7, 5},
+       [m = fx::nn::AdaptiveMaxPool({3, 2})](const Tensor& x) { return m(x); }},
+      {"AdaptiveMeanPool",
+       {2, 3, 7, 5},
+       [m = fx::nn::AdaptiveMeanPool({3, 2})](const Tensor& x) { return m(x); }},
+      {"pad reflect",
+       {2, 3, 4, 5},
+       [](const Tensor& x) {
+         return fx::nn::pad(x, {1, 2, 2, 1}, fx::nn::PadMode::reflect);
+       }},
+      {"pad replicate",
+       {2, 3, 4, 5},
+       [](const Tensor& x) {
+         return fx::nn::pad(x, {1, 2, 2, 1}, fx::nn::PadMode::replicate);
+       }},
+      {"pad circular",
+       {2, 3, 4, 5},
+       [](const Tensor& x) {
+         return fx::nn::pad(x, {1, 2, 2, 1}, fx::nn::PadMode::circular);
+       }},
+      {"MultiHeadAttention, causal",
+       {2, 5, 8},
+       [m = mha](const Tensor& x) { return m(x, x, x, {.causal = true}).first; }},
       {"MultiHeadAttention", {2, 5, 8}, [m = mha](const Tensor& x) { return m(x, x, x).first; }},
       {"LSTMCell", {4, 6}, [m = cell](const Tensor& x) { return m(x).first; }},
   };
@@ -129,6 +238,28 @@ TEST(LayersUnderTransforms, TracedAndVmappedGradientsEqualTheEagerOnes) {
     // Per-example gradients: a tape inside vmap.
     const Tensor per = fx::vmap(grad)(fx::stack({x0, x1}, 0));
     EXPECT_TRUE(fx::allclose(fx::select(per, 0, 1), grad(x1), 1e-4, 1e-5)) << c.name << " vmap";
+  }
+}
+
+TEST(LayersUnderTransforms, EmbeddingsOfBatchedAndTracedIndices) {
+  auto emb = fx::nn::Embedding(10, 4, /*padding_index=*/0);
+  auto bag = fx::nn::EmbeddingBag(10, 4, fx::nn::BagMode::mean);
+  const std::vector<std::function<Tensor(const Tensor&)>> layers = {
+      [&](const Tensor& i) { return emb(i); }, [&](const Tensor& i) { return bag(i); }};
+  const Tensor idx = fx::astype(
+      fx::from_vector(std::vector<double>{1, 0, 9, 3, 3, 7, 2, 0, 5, 8, 6, 4, 1, 1, 2, 9, 0, 3},
+                      {3, 2, 3}),
+      fx::i64);
+  for (size_t l = 0; l < layers.size(); ++l) {
+    const Tensor ys = fx::vmap(layers[l])(idx);
+    const fx::Graph g = fx::trace(layers[l], fx::select(idx, 0, 0));
+    for (int64_t b = 0; b < 3; ++b) {
+      const Tensor want = layers[l](fx::select(idx, 0, b));
+      EXPECT_TRUE(fx::allclose(fx::select(ys, 0, b), want, 1e-6, 1e-6)) << l << " vmap " << b;
+      EXPECT_TRUE(fx::allclose(g(fx::select(idx, 0, b))[0], want, 1e-6, 1e-6)) << l << " trace";
+    }
+    // An index outside the table is still an error when the batched lookup runs.
+    EXPECT_THROW((void)fx::vmap(layers[l])(idx + 5), fx::Error) << l;
   }
 }
 

@@ -19,6 +19,7 @@
 #include "fluxion/ops/create.hpp"
 #include "fluxion/ops/elementwise.hpp"
 #include "fluxion/ops/index.hpp"
+#include "fluxion/ops/primitive.hpp"
 #include "fluxion/ops/reduce.hpp"
 #include "fluxion/ops/view.hpp"
 
@@ -30,7 +31,9 @@ inline void check_indices(const Tensor& idx, const Tensor& weight, const char* l
   FX_CHECK(idx.defined() && (idx.dtype() == i64 || idx.dtype() == i32), "fx::nn::", layer,
            ": indices ", idx.defined() ? idx.shape().to_string() : "undefined",
            " must be integers to index the table ", weight.shape());
-  if (idx.numel() == 0) return;
+  // Under fx::vmap or fx::trace the indices hold no values to read here: index_select checks
+  // them when the batched or traced computation runs.
+  if (idx.numel() == 0 || fx::detail::intercepted()) return;
   const int64_t lo = min(idx).item<int64_t>(), hi = max(idx).item<int64_t>();
   FX_CHECK(lo >= 0 && hi < weight.shape()[0], "fx::nn::", layer, ": indices ", idx.shape(),
            " hold values in [", lo, ", ", hi, "], outside the table ", weight.shape());
