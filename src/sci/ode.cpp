@@ -44,6 +44,15 @@ void check_problem(const Tensor& y0, const Tensor& P, const std::vector<double>&
            "fx::sci::solve_ode: checkpoint_steps = ", opt.checkpoint_steps,
            ", checkpoint_levels = ", opt.checkpoint_levels, " (need >= 1 and 0 to ", kMaxTags - 2,
            ")");
+  // Step-size control reads the state's values, which a value batched by fx::vmap or traced by
+  // fx::trace does not hold (and each example would want its own steps).
+  const bool adaptive = opt.adaptive && opt.method != Method::rk4;
+  FX_CHECK(!adaptive || (y0.storage()->data && P.storage()->data),
+           "fx::sci::solve_ode: an adaptive method chooses its steps from the state's values, "
+           "which a state or parameters batched by fx::vmap or traced by fx::trace do not hold "
+           "(state ",
+           y0.shape(), "): use fixed steps (Method::rk4, or adaptive = false with dt) there, or "
+           "solve the whole batch as one state with a leading batch axis");
 }
 
 Tensor solve_backprop(const FlatRhs& g, const Tensor& y0, const Tensor& P,

@@ -9,6 +9,8 @@
 #include <vector>
 
 #include <fluxion/ad/reverse.hpp>
+#include <fluxion/ad/trace.hpp>
+#include <fluxion/ad/vmap.hpp>
 #include <fluxion/core/storage.hpp>
 #include <fluxion/nn.hpp>
 #include <fluxion/ops.hpp>
@@ -369,6 +371,45 @@ TEST(SolveOde, BadInputsThrow) {
   // A solution that blows up in finite time: the step size underflows.
   auto blowup = [](const Tensor& y, const Tensor&, double) { return y * y; };
   EXPECT_THROW(fx::sci::solve_ode(blowup, y0, none, {0.0, 2.0}), fx::Error);
+}
+
+TEST(SolveOde, FixedStepsBatchUnderVmapAndTraceAdaptiveStepsSayWhy) {
+  // A batch of initial states through a learned field: vmap of the solve (and of its gradient,
+  // each sensitivity) equals the loop over examples; a trace replays it on new inputs.
+  auto model = fx::nn::Chain(fx::nn::Dense(2, 8, fx::tanh), fx::nn::Dense(8, 2));
+  fx::for_each_tensor(model, [](Tensor& t) { t = fx::astype(t, fx::f64); });
+  auto f = [](const Tensor& u, const auto& m, double) { return m(u); };
+  const std::vector<double> ts = {0.0, 0.5, 1.0};
+  const Tensor u0s = fx::testing::randn({3, 2}, {.seed = 1});
+  for (auto sens : {Sensitivity::backprop, Sensitivity::checkpoint, Sensitivity::adjoint}) {
+    for (const ODEOptions opt :
+         {ODEOptions{.method = Method::rk4, .dt = 0.1, .sensitivity = sens},
+          ODEOptions{.method = Method::tsit5, .dt = 0.1, .adaptive = false, .sensitivity = sens}}) {
+      auto solve = [&](const Tensor& u0) {
+        return fx::sci::solve_ode(f, u0, model, ts, opt).back();
+      };
+      auto grad = [&](const Tensor& u0) {
+        return fx::gradient([&](const Tensor& u) { return fx::sum(fx::sin(solve(u))); }, u0);
+      };
+      const Tensor ys = fx::vmap(solve)(u0s), gs = fx::vmap(grad)(u0s);
+      const fx::Graph g = fx::trace(solve, fx::select(u0s, 0, 0));
+      for (int64_t b = 0; b < 3; ++b) {
+        const Tensor u0 = fx::select(u0s, 0, b);
+        EXPECT_TRUE(fx::allclose(fx::select(ys, 0, b), solve(u0), 1e-12, 1e-12)) << b;
+        EXPECT_TRUE(fx::allclose(fx::select(gs, 0, b), grad(u0), 1e-10, 1e-12)) << b;
+        EXPECT_TRUE(fx::allclose(g(u0)[0], solve(u0), 1e-12, 1e-12)) << b;
+      }
+    }
+    // Adaptive steps are chosen from the values, which a batched state does not hold.
+    const ODEOptions adaptive{.method = Method::tsit5, .sensitivity = sens};
+    EXPECT_TRUE(fx::testing::throws_mentioning(
+        [&] {
+          (void)fx::vmap([&](const Tensor& u0) {
+            return fx::sci::solve_ode(f, u0, model, ts, adaptive).back();
+          })(u0s);
+        },
+        {"fx::sci::solve_ode", "adaptive", "fx::vmap"}));
+  }
 }
 
 }  // namespace

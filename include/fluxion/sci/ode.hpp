@@ -42,6 +42,9 @@
 // tuples); f returns the derivative with u's structure. All tensors of u and of p must share one
 // dtype (f64 for tight tolerances). f must be deterministic (checkpoint and adjoint call it again
 // in the backward pass), and everything it differentiates must come in through u and p.
+// Fixed steps (RK4, or adaptive = false) work under fx::vmap and fx::trace with every
+// sensitivity; adaptive steps are chosen from the state's values, which a batched or traced value
+// does not hold (an fx::Error says so): solve a batch as one state with a leading axis instead.
 #pragma once
 #include <cstdint>
 #include <functional>
