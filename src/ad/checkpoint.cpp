@@ -3,7 +3,10 @@
 
 #include <algorithm>
 
+#include "fluxion/ad/vmap.hpp"
 #include "fluxion/core/error.hpp"
+#include "fluxion/ops/view.hpp"
+#include "ops/batching.hpp"
 
 namespace fx::ad::detail {
 namespace {
@@ -43,6 +46,70 @@ void checkpoint_pullback(const PullbackArgs& a, const Tensor& dy, Tensor* dx) {
     if (a.wants(int(i))) dx[i] = std::move(g[i]);
 }
 
+constexpr const char* kCapturedMessage =
+    "fx::checkpointed: the result depends on a tensor that is being differentiated but is not one "
+    "of the arguments (read through a lambda capture?); pass it as an argument, or its gradient "
+    "would be lost";
+
+// The rule's inputs: the leaves, then the first run's result.
+std::vector<Tensor> with_result(const std::vector<Tensor>& leaves, const Tensor& y) {
+  std::vector<Tensor> in(leaves);
+  in.push_back(y);
+  return in;
+}
+
+// Whether the first run is left to the batching rule: when a leaf is batched by the fx::vmap on
+// top of the stack (its ops would reach the tapes below that vmap through the stored values,
+// which the handles' tags do not show, so those tapes would record the whole function) and no
+// forward-mode tape needs the run's ops for the result's tangent. Nothing above the vmap records
+// the application, so nothing keeps the attributes, unknown until the rule has run.
+bool first_run_in_batch_rule(const std::vector<Tensor>& leaves) {
+  for (int l = 0; l < num_active_tapes(); ++l)
+    if (active_tape(l).forward) return false;
+  return std::any_of(leaves.begin(), leaves.end(),
+                     [](const Tensor& x) { return fx::detail::batched_by_top_vmap(x); });
+}
+
+// Under fx::vmap: one checkpoint of the batched function on the stored values (batch on axis 0),
+// which the tapes below the vmap record as one node. The node's recomputation is that function
+// vmapped again, so it reads the stored values, which outlive the vmap (the leaves of the
+// per-example call are its handles, which do not).
+Tensor checkpoint_batch(const Primitive& p, const BatchArgs& a) {
+  const auto& c = static_cast<const CheckpointImpl&>(p);
+  const size_t n = c.leaves.size();
+  uint64_t mapped = 0;
+  for (size_t i = 0; i < n; ++i)
+    if (a.is_batched(i)) mapped |= uint64_t(1) << i;
+  auto b = new_checkpoint();
+  b->leaves.assign(a.in.begin(), a.in.begin() + std::ptrdiff_t(n));
+  for (const Tensor& x : b->leaves) b->versions.push_back(x.defined() ? x.storage()->version : 0);
+  b->run = [run = c.run, mapped](std::span<const Tensor> xs) {
+    fx::detail::VmapScope scope;
+    std::vector<Tensor> in(xs.begin(), xs.end());
+    for (size_t i = 0; i < in.size(); ++i)
+      if (((mapped >> i) & 1u) && in[i].defined()) in[i] = scope.enter(in[i], 0);
+    scope.open();
+    Tensor y = run(in);
+    scope.close();
+    return scope.leave(y, 0);
+  };
+  Tensor y = a.in[n];
+  if (!y.defined()) {
+    // The first run, left to this rule by apply_checkpoint: hidden from the tapes below the vmap,
+    // which tag the stored values.
+    RuleCall call(b->leaves, false);
+    std::vector<Tensor> hidden(n);
+    for (size_t i = 0; i < n; ++i) hidden[i] = call.hide(b->leaves[i]);
+    y = b->run(hidden);
+    FX_CHECK(call.clean(y), kCapturedMessage);
+    return bind_rule(*b, with_result(b->leaves, y), b, CheckpointAttrs{y.shape(), y.dtype()});
+  }
+  // The first run's result, with the batch on axis 0 even where it did not depend on it.
+  if (!a.is_batched(n))
+    y = contiguous(expand(unsqueeze(y, 0), fx::detail::with_batch(a.size, y.shape())));
+  return bind_rule(*b, with_result(b->leaves, y), b, CheckpointAttrs{y.shape(), y.dtype()});
+}
+
 }  // namespace
 
 std::shared_ptr<CheckpointImpl> new_checkpoint() {
@@ -51,6 +118,7 @@ std::shared_ptr<CheckpointImpl> new_checkpoint() {
   c->forward = rule_forward;
   c->pullback = checkpoint_pullback;
   c->jvp = rule_jvp;
+  c->batch = checkpoint_batch;
   return c;
 }
 
@@ -59,16 +127,14 @@ Tensor apply_checkpoint(std::shared_ptr<CheckpointImpl> c) {
   for (const Tensor& x : c->leaves) c->versions.push_back(x.defined() ? x.storage()->version : 0);
   // No residuals: the pullback recomputes from the leaves, so every reverse tape is hidden and
   // none keeps the function's intermediate values.
+  if (first_run_in_batch_rule(c->leaves))
+    return bind_rule(*c, with_result(c->leaves, Tensor()), c, CheckpointAttrs{});
   RuleCall call(c->leaves, false);
   std::vector<Tensor> in(n + 1);
   for (size_t i = 0; i < n; ++i) in[i] = call.hide(c->leaves[i]);
   Tensor y = c->run(std::span<const Tensor>(in.data(), n));
   FX_CHECK(y.defined(), "fx::checkpointed: the function returned an undefined tensor");
-  FX_CHECK(call.clean(y),
-           "fx::checkpointed: the result depends on a tensor that is being "
-           "differentiated but is not one of the arguments (read through a "
-           "lambda capture?); pass it as an argument, or its gradient would be "
-           "lost");
+  FX_CHECK(call.clean(y), kCapturedMessage);
   std::copy(c->leaves.begin(), c->leaves.end(), in.begin());
   in.back() = std::move(y);
   return bind_rule(*c, in, c, CheckpointAttrs{in.back().shape(), in.back().dtype()});

@@ -9,6 +9,7 @@
 
 #include <algorithm>
 
+#include "fluxion/ad/trace.hpp"
 #include "fluxion/core/error.hpp"
 
 namespace fx::ad::detail {
@@ -128,6 +129,7 @@ Tensor bind_rule(const Primitive& p, std::span<const Tensor> in,
                  const std::shared_ptr<const void>& owner, Attrs attrs) {
   Tensor out = bind(p, in, attrs);
   if (out.impl()->ntags != 0) keep_alive(out, owner);
+  if (fx::detail::tracing_active()) fx::detail::keep_alive_in_trace(owner);
   return out;
 }
 

@@ -107,6 +107,12 @@ void bind_traced(const Primitive& p, std::span<const Tensor> in, Attrs attrs, Te
 
 }  // namespace
 
+void keep_alive_in_trace(const std::shared_ptr<const void>& owner) {
+  if (!current) return;
+  auto& owners = current->graph->owners;
+  if (owners.empty() || owners.back() != owner) owners.push_back(owner);
+}
+
 void trace_fill(const Tensor& t, double value) {
   if (!current) return;
   const int id = new_value(*current, t);

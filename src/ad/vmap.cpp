@@ -112,6 +112,12 @@ class BatchInterpreter final : public Interpreter {
   }
 };
 
+bool batched_by_top_vmap(const Tensor& x) {
+  const auto* top = dynamic_cast<const BatchInterpreter*>(top_interpreter);
+  const BatchedValue* v = x.defined() ? batched_value(x) : nullptr;
+  return top && v && v->level == top->level;
+}
+
 VmapScope::VmapScope() : it_(std::make_unique<BatchInterpreter>()) {}
 
 VmapScope::~VmapScope() {

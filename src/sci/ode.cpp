@@ -51,7 +51,8 @@ void check_problem(const Tensor& y0, const Tensor& P, const std::vector<double>&
            "fx::sci::solve_ode: an adaptive method chooses its steps from the state's values, "
            "which a state or parameters batched by fx::vmap or traced by fx::trace do not hold "
            "(state ",
-           y0.shape(), "): use fixed steps (Method::rk4, or adaptive = false with dt) there, or "
+           y0.shape(),
+           "): use fixed steps (Method::rk4, or adaptive = false with dt) there, or "
            "solve the whole batch as one state with a leading batch axis");
 }
 

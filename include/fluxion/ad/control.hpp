@@ -12,9 +12,9 @@
 //         return std::pair{next, next};
 //       }, fx::zeros({3}), fx::randn({4, 3}));
 //
-// Eagerly, cond runs one branch, and scan is a plain loop. Under fx::trace (where the predicate has
-// no value yet) cond records both branches and selects between their results elementwise with
-// `where`, so both must return the same structure of tensors with the same shapes and dtypes;
+// Eagerly, cond runs one branch, and scan is a plain loop. Under fx::trace and fx::vmap (where the
+// predicate has no value yet, or one per example) cond runs both branches and selects between
+// their results elementwise with `where`, so both must return the same structure of tensors with the same shapes and dtypes;
 // scan unrolls its loop, whose length the traced shape of xs fixes. Both are differentiable,
 // being made of differentiable primitives.
 #pragma once
@@ -24,6 +24,7 @@
 
 #include "fluxion/core/error.hpp"
 #include "fluxion/core/fields.hpp"
+#include "fluxion/core/storage.hpp"
 #include "fluxion/ops/create.hpp"
 #include "fluxion/ops/elementwise.hpp"
 #include "fluxion/ops/view.hpp"
@@ -40,7 +41,9 @@ auto cond(const Tensor& pred, T&& on_true, F&& on_false, const Ops&... operands)
            "fx::cond: the predicate must have one element, "
            "it has shape ",
            pred.defined() ? pred.shape() : Shape{});
-  if (pred.device().has_data())
+  // A predicate without a value (traced, or batched by fx::vmap: one value per example) runs both
+  // branches and selects elementwise.
+  if (pred.device().has_data() && pred.storage()->data)
     return pred.item() != 0 ? on_true(operands...) : on_false(operands...);
   R a = on_true(operands...);
   const R b = on_false(operands...);

@@ -53,6 +53,9 @@ class Graph {
   std::vector<Constant> constants;
   std::vector<Equation> equations;
   std::vector<int> outputs;  // in the order of the result's tensor leaves
+  // Run-time rules (fx::custom_rule, fx::checkpointed) that equations point into, kept alive
+  // with the graph.
+  std::vector<std::shared_ptr<const void>> owners;
 
   // Runs the graph on new arguments with the traced shapes and dtypes (fx::Error otherwise):
   // the tensor leaves of `args`, in order, replace the traced arguments.
@@ -68,6 +71,10 @@ class Graph {
 std::ostream& operator<<(std::ostream& os, const Graph& g);
 
 namespace detail {
+// Keeps `owner` alive with the graph of the trace in progress on this thread, if any: a run-time
+// rule's Primitive lives in it and the graph's equation points there.
+void keep_alive_in_trace(const std::shared_ptr<const void>& owner);
+
 // One trace in progress on this thread (nested traces are an fx::Error).
 class TraceScope {
  public:

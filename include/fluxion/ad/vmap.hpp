@@ -46,6 +46,10 @@ struct InAxis {
 namespace detail {
 class BatchInterpreter;
 
+// Whether x is batched by the fx::vmap on top of the interpreter stack (no tape or trace above
+// it): bind hands x's next application straight to that vmap's batching rule.
+bool batched_by_top_vmap(const Tensor& x);
+
 // One vmap in progress: the arguments enter (their mapped axis moved to the front and the
 // tensors wrapped as batched values), the interpreter is open while f runs, and the results
 // leave (unwrapped, or expanded when the whole batch shares them, with the batch moved to its
