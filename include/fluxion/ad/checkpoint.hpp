@@ -28,7 +28,7 @@
 // must be deterministic (give random layers a fixed seed) and what it captures must still be
 // alive then. Gradients of the recomputation are differentiable again (second order works).
 // Under fx::vmap, a gradient taken outside the vmap records one checkpoint of the batched
-// function (its recomputation is batched too); fx::trace records it as one equation.
+// function (its recomputation is batched too).
 #pragma once
 #include <cstdint>
 #include <functional>
