@@ -203,16 +203,23 @@ struct Geometry {
     }
   }
   int64_t rows() const { return outer * d * h; }  // input rows of W
+  int64_t out_w() const { return w * sw; }
+  int64_t out_h() const { return h * sh; }
+  // The offset in y of the first output row that input row r is copied to.
+  int64_t first_out_row(int64_t r) const {
+    const int64_t b = r / (d * h), dd = (r / h) % d, hh = r % h;
+    return ((b * d * sd + dd * sd) * out_h() + hh * sh) * out_w();
+  }
+  bool threaded() const { return rows() * out_w() * sh * sd >= (int64_t(1) << 15); }
 };
 
 template <class T>
 void nearest_forward_kernel(const T* x, T* y, const Geometry& g) {
-  const int64_t wo = g.w * g.sw, ho = g.h * g.sh, dout = g.d * g.sd;
-#pragma omp parallel for schedule(static) if (g.rows() * wo * g.sh * g.sd >= (int64_t(1) << 15))
+  const int64_t wo = g.out_w(), ho = g.out_h();
+#pragma omp parallel for schedule(static) if (g.threaded())
   for (int64_t r = 0; r < g.rows(); ++r) {
-    const int64_t b = r / (g.d * g.h), dd = (r / g.h) % g.d, hh = r % g.h;
     const T* xr = x + r * g.w;
-    T* first = y + ((b * dout + dd * g.sd) * ho + hh * g.sh) * wo;
+    T* first = y + g.first_out_row(r);
     if (g.sw == 2) {
       for (int64_t i = 0; i < g.w; ++i) first[2 * i] = first[2 * i + 1] = xr[i];
     } else {
@@ -228,12 +235,11 @@ void nearest_forward_kernel(const T* x, T* y, const Geometry& g) {
 // dx[b, d, h, w] = the sum of dy over the sd x sh x sw block that x's element was copied to.
 template <class T>
 void nearest_backward_kernel(const T* dy, T* dx, const Geometry& g) {
-  const int64_t wo = g.w * g.sw, ho = g.h * g.sh, dout = g.d * g.sd;
-#pragma omp parallel for schedule(static) if (g.rows() * wo * g.sh * g.sd >= (int64_t(1) << 15))
+  const int64_t wo = g.out_w(), ho = g.out_h();
+#pragma omp parallel for schedule(static) if (g.threaded())
   for (int64_t r = 0; r < g.rows(); ++r) {
-    const int64_t b = r / (g.d * g.h), dd = (r / g.h) % g.d, hh = r % g.h;
     T* dr = dx + r * g.w;
-    const T* first = dy + ((b * dout + dd * g.sd) * ho + hh * g.sh) * wo;
+    const T* first = dy + g.first_out_row(r);
     for (int64_t a = 0; a < g.sd; ++a)
       for (int64_t c = 0; c < g.sh; ++c) {
         const T* row = first + (a * ho + c) * wo;
