@@ -263,6 +263,31 @@ TEST(LayersUnderTransforms, EmbeddingsOfBatchedAndTracedIndices) {
   }
 }
 
+TEST(LayersUnderTransforms, PerExampleGradientsOfAModelEqualTheLoops) {
+  // vmap of the gradient with respect to a whole model (what DP-SGD needs): one gradient per
+  // example, each leaf with the batch on axis 0.
+  auto model = fx::nn::Chain(
+      fx::nn::Conv({3, 3}, 1, 4, fx::relu, {.padding = {1}}), fx::nn::MaxPool({2, 2}),
+      fx::nn::GroupNorm(4, 2), [](const Tensor& x) { return fx::nn::flatten(x); },
+      fx::nn::Dense(4 * 4 * 4, 10, fx::gelu_erf), fx::nn::LayerNorm({10}));
+  const Tensor xs = fx::astype(fx::testing::randn({3, 1, 1, 8, 8}, {.seed = 1}), fx::f32);
+  const Tensor labels = fx::astype(fx::from_vector(std::vector<double>{1, 4, 7}, {3, 1}), fx::i64);
+  auto grad = [&](const Tensor& x, const Tensor& y) {
+    return fx::gradient([&](const auto& m) { return fx::logitcrossentropy(m(x), y); }, model);
+  };
+  auto per_example = fx::vmap(grad)(xs, labels);
+  for (int64_t b = 0; b < 3; ++b) {
+    auto want = grad(fx::select(xs, 0, b), fx::select(labels, 0, b));
+    std::vector<Tensor> got_leaves, want_leaves;
+    fx::for_each_tensor(per_example, [&](Tensor& t) { got_leaves.push_back(fx::select(t, 0, b)); });
+    fx::for_each_tensor(want, [&](Tensor& t) { want_leaves.push_back(t); });
+    ASSERT_EQ(got_leaves.size(), want_leaves.size());
+    ASSERT_GE(got_leaves.size(), 8u);  // conv, group norm, dense, layer norm: weights and biases
+    for (size_t i = 0; i < got_leaves.size(); ++i)
+      EXPECT_TRUE(fx::allclose(got_leaves[i], want_leaves[i], 1e-4, 1e-5)) << b << " leaf " << i;
+  }
+}
+
 // (f(x + h v) - f(x - h v)) / 2h.
 Tensor central_difference(const std::function<Tensor(const Tensor&)>& f, const Tensor& x,
                           const Tensor& v) {
