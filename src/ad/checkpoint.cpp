@@ -96,17 +96,16 @@ Tensor checkpoint_batch(const Primitive& p, const BatchArgs& a) {
   Tensor y = a.in[n];
   if (!y.defined()) {
     // The first run, left to this rule by apply_checkpoint: hidden from the tapes below the vmap,
-    // which tag the stored values.
+    // which tag the stored values (leaving the vmap puts the batch on axis 0).
     RuleCall call(b->leaves, false);
     std::vector<Tensor> hidden(n);
     for (size_t i = 0; i < n; ++i) hidden[i] = call.hide(b->leaves[i]);
     y = b->run(hidden);
     FX_CHECK(call.clean(y), kCapturedMessage);
-    return bind_rule(*b, with_result(b->leaves, y), b, CheckpointAttrs{y.shape(), y.dtype()});
-  }
-  // The first run's result, with the batch on axis 0 even where it did not depend on it.
-  if (!a.is_batched(n))
+  } else if (!a.is_batched(n)) {
+    // The first run's result did not depend on the batch: give it the batch axis.
     y = contiguous(expand(unsqueeze(y, 0), fx::detail::with_batch(a.size, y.shape())));
+  }
   return bind_rule(*b, with_result(b->leaves, y), b, CheckpointAttrs{y.shape(), y.dtype()});
 }
 

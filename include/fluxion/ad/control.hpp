@@ -14,8 +14,8 @@
 //
 // Eagerly, cond runs one branch, and scan is a plain loop. Under fx::trace and fx::vmap (where the
 // predicate has no value yet, or one per example) cond runs both branches and selects between
-// their results elementwise with `where`, so both must return the same structure of tensors with the same shapes and dtypes;
-// scan unrolls its loop, whose length the traced shape of xs fixes. Both are differentiable,
+// their results elementwise with `where`, so both must return the same structure of tensors
+// with the same shapes and dtypes; scan unrolls its loop, whose length the traced shape of xs fixes. Both are differentiable,
 // being made of differentiable primitives.
 #pragma once
 #include <type_traits>
