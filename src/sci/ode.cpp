@@ -47,7 +47,8 @@ void check_problem(const Tensor& y0, const Tensor& P, const std::vector<double>&
   // Step-size control reads the state's values, which a value batched by fx::vmap or traced by
   // fx::trace does not hold (and each example would want its own steps).
   const bool adaptive = opt.adaptive && opt.method != Method::rk4;
-  FX_CHECK(!adaptive || (y0.storage()->data && P.storage()->data),
+  auto holds_values = [](const Tensor& t) { return t.numel() == 0 || t.storage()->data; };
+  FX_CHECK(!adaptive || (holds_values(y0) && holds_values(P)),
            "fx::sci::solve_ode: an adaptive method chooses its steps from the state's values, "
            "which a state or parameters batched by fx::vmap or traced by fx::trace do not hold "
            "(state ",
